@@ -1,0 +1,14 @@
+//! cachesched-core: a fast functional simulator of what operating-system and
+//! hypervisor scheduling does to caches, TLBs and NUMA memory.
+//!
+//! The crate knows nothing of Python; `crates/py` wraps it. See
+//! `docs/architecture.md` for the layers and the names used here.
+
+pub mod config;
+pub mod error;
+pub mod trace;
+pub mod types;
+pub mod util;
+
+pub use error::{Error, Result};
+pub use types::{Access, AccessKind, Asid, CoreId, Cycle, LineAddr, PhysAddr, TaskId, VirtAddr};

@@ -1,0 +1,107 @@
+//! Access streams: trace files, synthetic generators and kernels.
+//!
+//! Everything that feeds a task implements [`Workload`]. Streams are pulled in
+//! batches so that the engine's hot loop calls through the trait object once
+//! per few thousand accesses, not once per access.
+
+pub mod file;
+pub mod native;
+pub mod synthetic;
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::types::Access;
+
+/// A source of [`Access`]es for one task.
+pub trait Workload: Send {
+    /// Write the next accesses into `buf`, starting at index 0, and return how
+    /// many were written. Returns 0 only when the stream has ended; a shorter
+    /// non-zero count does not mean the end.
+    fn fill(&mut self, buf: &mut [Access]) -> Result<usize>;
+
+    /// Total number of accesses the stream will produce, if known (for
+    /// progress reporting; never used to decide results).
+    fn len_hint(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// What a workload needs to know about where it is built.
+#[derive(Debug, Clone)]
+pub struct WorkloadCtx {
+    /// The run's seed.
+    pub seed: u64,
+    /// Component path used to derive this workload's random stream, e.g. `task0`.
+    pub component: String,
+    /// Config key path of the workload, for error messages, e.g. `workload`.
+    pub loc: String,
+    /// Directory that relative trace paths are resolved against.
+    pub base_dir: Option<PathBuf>,
+}
+
+impl WorkloadCtx {
+    /// Context for a nested workload (a phase or a mix component).
+    pub fn child(&self, component: &str, loc: &str) -> WorkloadCtx {
+        WorkloadCtx {
+            seed: self.seed,
+            component: format!("{}/{component}", self.component),
+            loc: crate::error::join_path(&self.loc, loc),
+            base_dir: self.base_dir.clone(),
+        }
+    }
+}
+
+crate::register! {
+    /// Every kind of access stream a task can run.
+    family "workload", WorkloadConfig,
+    fn build(&self, ctx: &WorkloadCtx) -> Result<Box<dyn Workload>>;
+    "trace" => Trace(file::TraceParams),
+    "stream" => Stream(synthetic::stream::StreamParams),
+    "uniform" => Uniform(synthetic::uniform::UniformParams),
+    "zipf" => Zipf(synthetic::zipf::ZipfParams),
+    "chase" => Chase(synthetic::chase::ChaseParams),
+    "phases" => Phases(synthetic::phases::PhasesParams),
+    "mix" => Mix(synthetic::mix::MixParams),
+}
+
+/// A workload over accesses held in memory (tests, and streams handed over
+/// from Python).
+#[derive(Debug, Clone)]
+pub struct VecWorkload {
+    accesses: Vec<Access>,
+    next: usize,
+}
+
+impl VecWorkload {
+    /// Replay `accesses` once.
+    pub fn new(accesses: Vec<Access>) -> VecWorkload {
+        VecWorkload { accesses, next: 0 }
+    }
+}
+
+impl Workload for VecWorkload {
+    fn fill(&mut self, buf: &mut [Access]) -> Result<usize> {
+        let n = buf.len().min(self.accesses.len() - self.next);
+        buf[..n].copy_from_slice(&self.accesses[self.next..self.next + n]);
+        self.next += n;
+        Ok(n)
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.accesses.len() as u64)
+    }
+}
+
+/// Drain a workload into a vector (tests and small tools only).
+pub fn collect(workload: &mut dyn Workload) -> Result<Vec<Access>> {
+    let mut out = Vec::new();
+    let mut buf = vec![Access::default(); 4096];
+    loop {
+        let n = workload.fill(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}

@@ -1,0 +1,1 @@
+//! The native `.cst` trace format (stub).

@@ -5,7 +5,10 @@
 //! `docs/architecture.md` for the layers and the names used here.
 
 pub mod config;
+pub mod engine;
 pub mod error;
+pub mod mem;
+pub mod stats;
 pub mod trace;
 pub mod types;
 pub mod util;

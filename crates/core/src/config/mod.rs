@@ -4,9 +4,331 @@
 //! document and hands it over; everything is parsed here with
 //! `deny_unknown_fields` and `serde_path_to_error`, so errors name the exact
 //! key path, and then validated semantically, collecting every problem.
+//!
+//! The machine starts from a preset (`machine.preset`, default `standard`):
+//! the user's `machine` table is merged over the preset's, key by key, so a
+//! config only says what differs.
 
+pub mod optional;
 pub mod plugin;
+pub mod presets;
 pub mod units;
 
+pub use optional::optional;
 pub use plugin::{parse_at, PluginConfig};
-pub use units::{ByteSize, Resolved, Span};
+pub use units::{ByteSize, Span};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Issues, Result};
+use crate::mem::machine::MachineParams;
+use crate::trace::WorkloadConfig;
+
+/// How long to run and what to measure (`run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunParams {
+    /// Stop after this many references (after warm-up); default: the whole workload.
+    pub max_accesses: Option<u64>,
+    /// References simulated first to warm the caches; their counts are discarded.
+    pub warmup_accesses: u64,
+    /// References pulled from a workload at a time.
+    pub batch: u32,
+}
+
+impl Default for RunParams {
+    fn default() -> Self {
+        RunParams {
+            max_accesses: None,
+            warmup_accesses: 0,
+            batch: 4096,
+        }
+    }
+}
+
+/// A whole simulation (the top of a TOML config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    /// Free-form name of the experiment.
+    pub name: Option<String>,
+    /// Seed of every random stream in the run.
+    pub seed: u64,
+    /// The machine.
+    pub machine: MachineParams,
+    /// What the task runs: `{ kind = "zipf", params = { ... } }`.
+    pub workload: Option<PluginConfig>,
+    /// Length and measurement.
+    pub run: RunParams,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            name: None,
+            seed: 1,
+            machine: MachineParams::default(),
+            workload: None,
+            run: RunParams::default(),
+        }
+    }
+}
+
+/// A parsed and validated configuration, with its plug-ins typed.
+#[derive(Debug, Clone)]
+pub struct ValidConfig {
+    /// The configuration, presets applied.
+    pub config: SimConfig,
+    /// The task's workload, typed.
+    pub workload: WorkloadConfig,
+}
+
+impl ValidConfig {
+    /// The resolved configuration as JSON, every default filled in.
+    pub fn to_json(&self) -> Value {
+        let mut config = self.config.clone();
+        config.workload = Some(self.workload.to_raw());
+        serde_json::to_value(&config).expect("config serialises to JSON")
+    }
+}
+
+/// Parse and validate a configuration given as JSON text.
+pub fn from_json_str(text: &str) -> Result<ValidConfig> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Error::config("", "invalid_json", format!("not valid JSON: {e}")))?;
+    from_value(value)
+}
+
+/// Parse and validate a configuration given as TOML text.
+pub fn from_toml_str(text: &str) -> Result<ValidConfig> {
+    let value: Value = toml::from_str(text)
+        .map_err(|e| Error::config("", "invalid_toml", format!("not valid TOML: {e}")))?;
+    from_value(value)
+}
+
+/// Parse and validate a configuration given as a JSON value.
+pub fn from_value(mut value: Value) -> Result<ValidConfig> {
+    if !value.is_object() {
+        return Err(Error::config(
+            "",
+            "invalid_type",
+            "a configuration is a table of keys",
+        ));
+    }
+    resolve_machine_preset(&mut value)?;
+    let config: SimConfig = parse_at(&value, "")?;
+    let mut issues = Issues::default();
+    config.machine.validate("machine", &mut issues);
+    let workload = match &config.workload {
+        Some(raw) => issues.absorb(WorkloadConfig::parse(raw, "workload")),
+        None => {
+            issues.push(
+                "workload",
+                "missing_field",
+                "missing the workload: add a [workload] table with a kind",
+            );
+            None
+        }
+    };
+    issues.check(
+        config.run.batch >= 1,
+        "run.batch",
+        "out_of_range",
+        "expected at least 1",
+    );
+    issues.finish()?;
+    Ok(ValidConfig {
+        config,
+        workload: workload.expect("validated"),
+    })
+}
+
+/// Replace `machine` by the preset it names (default `standard`) with the
+/// user's keys merged over it.
+fn resolve_machine_preset(config: &mut Value) -> Result<()> {
+    let user = config
+        .get("machine")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let Value::Object(user_map) = &user else {
+        return Err(Error::config("machine", "invalid_type", "expected a table"));
+    };
+    let name = match user_map.get("preset") {
+        None | Some(Value::Null) => presets::DEFAULT.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(Error::config(
+                "machine.preset",
+                "invalid_type",
+                format!("expected a preset name, got {other}"),
+            ))
+        }
+    };
+    let mut base = presets::machine(&name).map_err(|e| e.within(""))?;
+    merge(&mut base, user);
+    base["preset"] = Value::String(name);
+    config["machine"] = base;
+    Ok(())
+}
+
+/// Merge `over` into `base`: tables merge key by key, anything else replaces.
+/// A plug-in table whose `kind` changes is replaced whole, so the params of
+/// the old kind do not leak into the new one.
+pub fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            let kind_changes =
+                matches!((b.get("kind"), o.get("kind")), (Some(x), Some(y)) if x != y);
+            if kind_changes {
+                *b = o;
+                return;
+            }
+            for (key, value) in o {
+                match b.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        b.insert(key, value);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn issues(value: Value) -> Vec<(String, &'static str, String)> {
+        match from_value(value) {
+            Err(Error::Config(issues)) => issues
+                .into_iter()
+                .map(|i| (i.loc, i.code, i.message))
+                .collect(),
+            other => panic!("expected config errors, got {other:?}"),
+        }
+    }
+
+    fn zipf() -> Value {
+        json!({"kind": "zipf", "params": {"working_set_bytes": "1MiB"}})
+    }
+
+    #[test]
+    fn defaults_to_the_standard_machine() {
+        let r = from_value(json!({"workload": zipf()})).unwrap();
+        let m = &r.config.machine;
+        assert_eq!(m.preset.as_deref(), Some("standard"));
+        assert_eq!(m.l1d.size_bytes, ByteSize(32 << 10));
+        assert_eq!(m.l2.as_ref().unwrap().size_bytes, ByteSize(1 << 20));
+        assert_eq!(m.llc.as_ref().unwrap().size_bytes, ByteSize(8 << 20));
+        let tlb = m.tlb.as_ref().unwrap();
+        assert_eq!((tlb.l1d.entries, tlb.l1d.ways), (64, 4));
+        assert_eq!(
+            tlb.l2.as_ref().map(|l| (l.entries, l.ways)),
+            Some((1536, 12))
+        );
+    }
+
+    #[test]
+    fn user_keys_override_the_preset_and_false_removes_a_level() {
+        let r = from_value(json!({
+            "machine": {"preset": "teaching", "l2": {"ways": 8}, "llc": false, "tlb": false},
+            "workload": zipf(),
+        }))
+        .unwrap();
+        let m = &r.config.machine;
+        assert_eq!(m.cores_per_socket, 2);
+        assert_eq!(m.l2.as_ref().unwrap().ways, 8);
+        assert_eq!(
+            m.l2.as_ref().unwrap().size_bytes,
+            ByteSize(32 << 10),
+            "unchanged keys stay"
+        );
+        assert!(m.llc.is_none() && m.tlb.is_none());
+    }
+
+    #[test]
+    fn changing_a_plugin_kind_drops_the_old_params() {
+        let mut base = json!({"replacement": {"kind": "random", "params": {"salt": 3}}});
+        merge(&mut base, json!({"replacement": {"kind": "lru"}}));
+        assert_eq!(base, json!({"replacement": {"kind": "lru"}}));
+    }
+
+    #[test]
+    fn errors_name_the_key_path() {
+        let found = issues(json!({"machine": {"l2": {"wayz": 8}}, "workload": zipf()}));
+        assert_eq!(found[0].0, "machine.l2.wayz");
+        assert_eq!(found[0].1, "unknown_field");
+
+        let found = issues(json!({"machine": {"l2": {"ways": "many"}}, "workload": zipf()}));
+        assert_eq!(found[0].0, "machine.l2.ways");
+        assert_eq!(found[0].1, "invalid_type");
+
+        let found =
+            issues(json!({"machine": {"l1d": {"size_bytes": "32 parsecs"}}, "workload": zipf()}));
+        assert_eq!(found[0].0, "machine.l1d.size_bytes");
+        assert!(found[0].2.contains("unknown size unit"), "{}", found[0].2);
+
+        let found = issues(json!({"machine": {"preset": "cray-1"}, "workload": zipf()}));
+        assert_eq!(found[0].0, "machine.preset");
+        assert!(
+            found[0].2.contains("standard"),
+            "lists the presets: {}",
+            found[0].2
+        );
+
+        let found = issues(json!({"workload": {"kind": "zipff"}}));
+        assert_eq!(found[0].0, "workload.kind");
+
+        let found = issues(json!({"machine": {"l2": {"line_bytes": 48}}}));
+        let locs: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
+        assert!(locs.contains(&"machine.l2.line_bytes"), "{locs:?}");
+        assert!(
+            locs.contains(&"workload"),
+            "every problem is reported at once: {locs:?}"
+        );
+
+        let found = issues(
+            json!({"machine": {"l1d": {"ways": 12}, "memory": {"placement": {"bind": 7}}}, "workload": zipf()}),
+        );
+        let locs: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(
+            locs,
+            vec!["machine.l1d.size_bytes", "machine.memory.placement"]
+        );
+    }
+
+    #[test]
+    fn every_preset_resolves_and_builds() {
+        for name in presets::NAMES {
+            let r = from_value(json!({"machine": {"preset": name}, "workload": zipf()}))
+                .unwrap_or_else(|e| panic!("preset {name}: {e}"));
+            crate::mem::machine::Machine::new(&r.config.machine, 1, "machine")
+                .unwrap_or_else(|e| panic!("preset {name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn toml_configs_parse() {
+        let r = from_toml_str(
+            r#"
+            seed = 7
+            [machine]
+            preset = "teaching"
+            [workload]
+            kind = "zipf"
+            params = { working_set_bytes = "1MiB" }
+            [run]
+            max_accesses = 1000
+            "#,
+        )
+        .unwrap();
+        assert_eq!(r.config.seed, 7);
+        assert_eq!(r.config.run.max_accesses, Some(1000));
+        let err = from_toml_str("seed = ").unwrap_err().to_string();
+        assert!(err.contains("not valid TOML"), "{err}");
+    }
+}

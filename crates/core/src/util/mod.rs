@@ -1,3 +1,5 @@
 //! Small helpers shared by several layers.
 
+pub mod hash;
+pub mod perm;
 pub mod rng;

@@ -1,0 +1,798 @@
+//! A set-associative cache array: tags, owners, dirty and lock bits, and a
+//! replacement policy.
+//!
+//! The cache knows nothing about the levels around it. It answers lookups,
+//! places lines and hands back what it evicted; the [`Machine`](super::machine)
+//! decides where a victim goes (write-back, victim fill, back-invalidation).
+//! That keeps the array reusable for shadows and hypervisor caches, and keeps
+//! the hierarchy rules in one place.
+
+use serde::{Deserialize, Serialize};
+
+use super::replacement::{
+    Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery,
+};
+use crate::config::{ByteSize, PluginConfig};
+use crate::error::{Issues, Result};
+use crate::types::{LineAddr, TaskId, VirtAddr};
+use crate::util::hash::SeenSet;
+
+const INVALID: u64 = u64::MAX;
+
+/// Maps a line or page number to a set: a mask for power-of-two set counts
+/// (the common case, on the hot path), a modulo otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct SetIndex {
+    sets: u64,
+    mask: u64,
+}
+
+impl SetIndex {
+    /// Indexing into `sets` sets (at least 1).
+    pub fn new(sets: usize) -> SetIndex {
+        let sets = sets.max(1) as u64;
+        SetIndex {
+            sets,
+            mask: if sets.is_power_of_two() {
+                sets - 1
+            } else {
+                u64::MAX
+            },
+        }
+    }
+
+    /// The set of `x`.
+    #[inline(always)]
+    pub fn of(self, x: u64) -> usize {
+        if self.mask != u64::MAX {
+            (x & self.mask) as usize
+        } else {
+            (x % self.sets) as usize
+        }
+    }
+}
+
+/// How a level relates to the levels above it (closer to the core).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inclusion {
+    /// Filled on every miss that passes through; evictions leave the levels
+    /// above alone.
+    #[default]
+    NonInclusive,
+    /// Holds every line the levels above hold: evicting a line here removes
+    /// it above too (back-invalidation).
+    Inclusive,
+    /// Holds no line the levels above hold: filled only by their victims; a
+    /// hit moves the line up.
+    Exclusive,
+}
+
+/// When written data reaches the next level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    /// Stores mark the line dirty; the data goes down when it is evicted.
+    #[default]
+    WriteBack,
+    /// Every store is also sent to the next level; lines stay clean.
+    WriteThrough,
+}
+
+/// Configuration of one cache level (`machine.l1d`, `machine.l2`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheParams {
+    /// Capacity in bytes.
+    pub size_bytes: ByteSize,
+    /// Associativity. Ignored when `fully_associative` is set.
+    pub ways: u32,
+    /// One set holding every line.
+    pub fully_associative: bool,
+    /// Line (block) size in bytes; a power of two.
+    pub line_bytes: u32,
+    /// Cycles an access costs when this level serves it (not added to the
+    /// latencies of the levels above).
+    pub latency_cycles: u32,
+    /// Replacement policy, `{ kind = "lru" }`.
+    pub replacement: PluginConfig,
+    /// Write-back or write-through.
+    pub write_policy: WritePolicy,
+    /// Whether a store miss fetches the line (`true`) or only writes below.
+    pub write_allocate: bool,
+    /// Relation to the levels above; must stay `non-inclusive` on an L1.
+    pub inclusion: Inclusion,
+    /// Whether a store hit updates the replacement state as a load hit does.
+    /// `false` reproduces pycachesim, which leaves a line's recency unchanged
+    /// on a store hit.
+    pub store_hit_updates_replacement: bool,
+}
+
+impl Default for CacheParams {
+    fn default() -> Self {
+        CacheParams {
+            size_bytes: ByteSize(32 << 10),
+            ways: 8,
+            fully_associative: false,
+            line_bytes: 64,
+            latency_cycles: 4,
+            replacement: PluginConfig::named("lru"),
+            write_policy: WritePolicy::WriteBack,
+            write_allocate: true,
+            inclusion: Inclusion::NonInclusive,
+            store_hit_updates_replacement: true,
+        }
+    }
+}
+
+impl CacheParams {
+    /// Number of lines.
+    pub fn lines(&self) -> u64 {
+        self.size_bytes.0 / self.line_bytes.max(1) as u64
+    }
+
+    /// Effective associativity.
+    pub fn effective_ways(&self) -> u64 {
+        if self.fully_associative {
+            self.lines()
+        } else {
+            self.ways as u64
+        }
+    }
+
+    /// Check the geometry, recording problems under `loc`.
+    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+        let at = |field: &str| format!("{loc}.{field}");
+        issues.check(
+            self.line_bytes.is_power_of_two() && self.line_bytes >= 4,
+            at("line_bytes"),
+            "not_power_of_two",
+            format!(
+                "expected a power of two of at least 4, got {}",
+                self.line_bytes
+            ),
+        );
+        if !self.fully_associative {
+            issues.check(
+                self.ways >= 1,
+                at("ways"),
+                "out_of_range",
+                "expected at least 1 way",
+            );
+        }
+        if issues_blocking(self) {
+            return;
+        }
+        let way_bytes = self.effective_ways() * self.line_bytes as u64;
+        if self.size_bytes.0 == 0 || self.size_bytes.0 % way_bytes != 0 {
+            issues.push(
+                at("size_bytes"),
+                "invalid_geometry",
+                format!(
+                    "{} is not a whole number of sets of {} ways x {} B lines",
+                    self.size_bytes,
+                    self.effective_ways(),
+                    self.line_bytes
+                ),
+            );
+        } else if self.effective_ways() > 1 << 16 {
+            issues.push(
+                at("ways"),
+                "out_of_range",
+                "at most 65536 ways are supported",
+            );
+        }
+    }
+}
+
+fn issues_blocking(p: &CacheParams) -> bool {
+    !p.line_bytes.is_power_of_two() || p.line_bytes < 4 || (!p.fully_associative && p.ways == 0)
+}
+
+/// Counters of one cache instance, by request kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CacheStats {
+    /// Lookups that found the line, by [`ReqKind`].
+    pub hits: [u64; ReqKind::COUNT],
+    /// Lookups that did not, by [`ReqKind`].
+    pub misses: [u64; ReqKind::COUNT],
+    /// Misses on a line this cache had never seen, by [`ReqKind`].
+    pub compulsory: [u64; ReqKind::COUNT],
+    /// Lines placed.
+    pub fills: u64,
+    /// Valid lines evicted to make room.
+    pub evictions: u64,
+    /// Evicted or flushed lines that were dirty (written to the next level).
+    pub dirty_evictions: u64,
+    /// Lines removed because a lower inclusive level evicted them.
+    pub back_invalidations: u64,
+    /// Fills skipped because every way of the set was locked.
+    pub bypasses: u64,
+    /// Lines removed by flushes and invalidations.
+    pub flushed: u64,
+}
+
+/// A line that left the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evicted {
+    /// Its address.
+    pub line: LineAddr,
+    /// The task that brought it in.
+    pub owner: TaskId,
+    /// Whether it held data newer than the level below.
+    pub dirty: bool,
+}
+
+/// Which lines a flush or invalidation applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every line.
+    All,
+    /// The lines a task brought in.
+    Task(TaskId),
+    /// One line.
+    Line(LineAddr),
+}
+
+/// The accessing side of a lookup: who and why.
+#[derive(Debug, Clone, Copy)]
+pub struct Req {
+    /// Why the cache is accessed.
+    pub kind: ReqKind,
+    /// Pc of the instruction (0 if unknown).
+    pub pc: VirtAddr,
+    /// Task on whose behalf.
+    pub task: TaskId,
+}
+
+/// One set-associative cache.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    /// Component path, e.g. `socket0/core1/l2`.
+    pub path: String,
+    sets: usize,
+    ways: usize,
+    index: SetIndex,
+    tags: Vec<u64>,
+    owners: Vec<TaskId>,
+    dirty: Vec<bool>,
+    locked: Vec<bool>,
+    locked_count: usize,
+    policy: Policy,
+    seen: SeenSet,
+    /// Cycles an access served here costs.
+    pub latency_cycles: u32,
+    /// Line size as a shift.
+    pub line_shift: u32,
+    /// Whether stores mark lines dirty (write-back) or go through.
+    pub write_back: bool,
+    /// Whether a store miss allocates.
+    pub write_allocate: bool,
+    /// Relation to the levels above.
+    pub inclusion: Inclusion,
+    store_hit_updates: bool,
+    /// Whether the core writes into this cache directly (an L1): only then
+    /// does a store hit make the line dirty here. Below the L1 a store is a
+    /// read for ownership.
+    pub receives_stores: bool,
+    /// Counters.
+    pub stats: CacheStats,
+}
+
+impl Cache {
+    /// Build a cache from validated params; `loc` is the config key path
+    /// (for the policy's errors), `component` the stats path.
+    pub fn new(params: &CacheParams, seed: u64, component: &str, loc: &str) -> Result<Cache> {
+        let ways = params.effective_ways() as usize;
+        let sets = (params.lines() as usize / ways).max(1);
+        let repl_loc = format!("{loc}.replacement");
+        let policy = ReplacementConfig::parse(&params.replacement, &repl_loc)?.build(&ReplCtx {
+            sets,
+            ways,
+            seed,
+            component: component.to_string(),
+            loc: repl_loc.clone(),
+        })?;
+        Ok(Cache {
+            path: component.to_string(),
+            sets,
+            ways,
+            index: SetIndex::new(sets),
+            tags: vec![INVALID; sets * ways],
+            owners: vec![TaskId::NONE; sets * ways],
+            dirty: vec![false; sets * ways],
+            locked: vec![false; sets * ways],
+            locked_count: 0,
+            policy,
+            seen: SeenSet::default(),
+            latency_cycles: params.latency_cycles,
+            line_shift: params.line_bytes.trailing_zeros(),
+            write_back: params.write_policy == WritePolicy::WriteBack,
+            write_allocate: params.write_allocate,
+            inclusion: params.inclusion,
+            store_hit_updates: params.store_hit_updates_replacement,
+            receives_stores: true,
+            stats: CacheStats::default(),
+        })
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// Set index of a line (modulo the number of sets).
+    #[inline(always)]
+    pub fn set_of(&self, line: LineAddr) -> usize {
+        self.index.of(line.0)
+    }
+
+    /// Slot (set * ways + way) holding `line`, if present.
+    #[inline(always)]
+    pub fn find(&self, line: LineAddr) -> Option<usize> {
+        let base = self.set_of(line) * self.ways;
+        self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == line.0)
+            .map(|w| base + w)
+    }
+
+    /// Whether `line` is present.
+    pub fn contains(&self, line: LineAddr) -> bool {
+        self.find(line).is_some()
+    }
+
+    #[inline(always)]
+    fn touch(&self, slot: usize, req: &Req) -> Touch {
+        Touch {
+            set: slot / self.ways,
+            way: slot % self.ways,
+            pc: req.pc,
+            req: req.kind,
+            task: req.task,
+        }
+    }
+
+    /// Record a hit on `slot` and update the replacement state. A store hit
+    /// on a write-back L1 marks the line dirty; a write-back from above marks
+    /// it dirty without touching the replacement state.
+    #[inline(always)]
+    pub fn hit(&mut self, slot: usize, req: &Req) {
+        self.stats.hits[req.kind as usize] += 1;
+        match req.kind {
+            ReqKind::Writeback => {
+                self.dirty[slot] |= self.write_back;
+                return;
+            }
+            ReqKind::Store if self.receives_stores => {
+                self.dirty[slot] |= self.write_back;
+                if !self.store_hit_updates {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        let t = self.touch(slot, req);
+        self.policy.on_hit(&t);
+    }
+
+    /// Record a miss on `line`; returns whether it was compulsory (the first
+    /// reference to the line by this cache). Write-backs are never compulsory.
+    #[inline]
+    pub fn miss(&mut self, line: LineAddr, req: &Req) -> bool {
+        self.stats.misses[req.kind as usize] += 1;
+        let compulsory = self.seen.insert(line.0) && req.kind != ReqKind::Writeback;
+        self.stats.compulsory[req.kind as usize] += compulsory as u64;
+        if req.kind.is_demand() {
+            let set = self.set_of(line);
+            self.policy.on_miss(&Touch {
+                set,
+                way: 0,
+                pc: req.pc,
+                req: req.kind,
+                task: req.task,
+            });
+        }
+        compulsory
+    }
+
+    /// Place `line` (not present) for `req.task`. Takes an invalid way if the
+    /// set has one, else asks the policy for a victim among the unlocked ways.
+    /// Returns `Err(())` if every way is locked (the line is not cached), else
+    /// the evicted line, if any.
+    pub fn fill(&mut self, line: LineAddr, dirty: bool, req: &Req) -> Result<Option<Evicted>, ()> {
+        self.seen.insert(line.0);
+        let set = self.set_of(line);
+        let base = set * self.ways;
+        let (slot, evicted) = match self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == INVALID)
+        {
+            Some(way) => (base + way, None),
+            None => {
+                let locked = if self.locked_count > 0 {
+                    Some(&self.locked[base..base + self.ways])
+                } else {
+                    None
+                };
+                if locked.is_some_and(|l| l.iter().all(|&x| x)) {
+                    self.stats.bypasses += 1;
+                    return Err(());
+                }
+                let q = VictimQuery {
+                    set,
+                    pc: req.pc,
+                    req: req.kind,
+                    task: req.task,
+                    locked,
+                };
+                let slot = base + self.policy.victim(&q);
+                let t = self.touch(slot, req);
+                self.policy.on_evict(&t);
+                let ev = Evicted {
+                    line: LineAddr(self.tags[slot]),
+                    owner: self.owners[slot],
+                    dirty: self.dirty[slot],
+                };
+                self.stats.evictions += 1;
+                self.stats.dirty_evictions += ev.dirty as u64;
+                (slot, Some(ev))
+            }
+        };
+        self.tags[slot] = line.0;
+        self.owners[slot] = req.task;
+        self.dirty[slot] = dirty && self.write_back;
+        self.stats.fills += 1;
+        let t = self.touch(slot, req);
+        self.policy.on_fill(&t);
+        Ok(evicted)
+    }
+
+    /// Remove the line in `slot` and return it (no stats beyond the policy
+    /// hook; callers count why it left).
+    pub fn take(&mut self, slot: usize) -> Evicted {
+        let t = Touch {
+            set: slot / self.ways,
+            way: slot % self.ways,
+            pc: VirtAddr(0),
+            req: ReqKind::Load,
+            task: TaskId::NONE,
+        };
+        self.policy.on_evict(&t);
+        let ev = Evicted {
+            line: LineAddr(self.tags[slot]),
+            owner: self.owners[slot],
+            dirty: self.dirty[slot],
+        };
+        self.tags[slot] = INVALID;
+        self.dirty[slot] = false;
+        self.owners[slot] = TaskId::NONE;
+        if self.locked[slot] {
+            self.locked[slot] = false;
+            self.locked_count -= 1;
+        }
+        ev
+    }
+
+    /// Remove `line` because a lower inclusive level evicted it.
+    pub fn back_invalidate(&mut self, line: LineAddr) -> Option<Evicted> {
+        let slot = self.find(line)?;
+        self.stats.back_invalidations += 1;
+        Some(self.take(slot))
+    }
+
+    /// Remove every line in `scope`, appending them to `out` (the caller
+    /// writes the dirty ones back or drops them).
+    pub fn remove(&mut self, scope: Scope, out: &mut Vec<Evicted>) {
+        let before = out.len();
+        match scope {
+            Scope::Line(line) => {
+                if let Some(slot) = self.find(line) {
+                    out.push(self.take(slot));
+                }
+            }
+            Scope::All | Scope::Task(_) => {
+                for slot in 0..self.tags.len() {
+                    let hit = match scope {
+                        Scope::Task(task) => self.owners[slot] == task,
+                        _ => true,
+                    };
+                    if self.tags[slot] != INVALID && hit {
+                        out.push(self.take(slot));
+                    }
+                }
+            }
+        }
+        self.stats.flushed += (out.len() - before) as u64;
+    }
+
+    /// Set or clear the lock bit of `line`; false if the line is not present.
+    /// Locked lines are never chosen as victims.
+    pub fn set_locked(&mut self, line: LineAddr, locked: bool) -> bool {
+        let Some(slot) = self.find(line) else {
+            return false;
+        };
+        if self.locked[slot] != locked {
+            self.locked[slot] = locked;
+            if locked {
+                self.locked_count += 1;
+            } else {
+                self.locked_count -= 1;
+            }
+        }
+        true
+    }
+
+    /// Whether `line` is present and dirty.
+    pub fn is_dirty(&self, line: LineAddr) -> bool {
+        self.find(line).is_some_and(|s| self.dirty[s])
+    }
+
+    /// The task that brought `line` in, if present.
+    pub fn owner_of(&self, line: LineAddr) -> Option<TaskId> {
+        self.find(line).map(|s| self.owners[s])
+    }
+
+    /// Every valid line, in slot order (tests and invariant checks).
+    pub fn lines(&self) -> impl Iterator<Item = LineAddr> + '_ {
+        self.tags
+            .iter()
+            .filter(|&&t| t != INVALID)
+            .map(|&t| LineAddr(t))
+    }
+
+    /// Number of valid lines owned by `task`.
+    pub fn lines_of(&self, task: TaskId) -> usize {
+        self.tags
+            .iter()
+            .zip(&self.owners)
+            .filter(|(&t, &o)| t != INVALID && o == task)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn req(kind: ReqKind) -> Req {
+        Req {
+            kind,
+            pc: VirtAddr(0),
+            task: TaskId(0),
+        }
+    }
+
+    fn cache(sets: u64, ways: u32, policy: &str) -> Cache {
+        let p = CacheParams {
+            size_bytes: ByteSize(sets * ways as u64 * 64),
+            ways,
+            replacement: PluginConfig::named(policy),
+            ..CacheParams::default()
+        };
+        Cache::new(&p, 1, "test", "machine.l1d").unwrap()
+    }
+
+    /// The obviously-correct model: per set, a list ordered most- to
+    /// least-recently used (LRU) or newest to oldest fill (FIFO).
+    struct ListModel {
+        sets: Vec<Vec<u64>>,
+        ways: usize,
+        lru: bool,
+    }
+
+    impl ListModel {
+        fn access(&mut self, line: u64) -> bool {
+            let n = self.sets.len() as u64;
+            let set = &mut self.sets[(line % n) as usize];
+            if let Some(pos) = set.iter().position(|&l| l == line) {
+                if self.lru {
+                    let l = set.remove(pos);
+                    set.insert(0, l);
+                }
+                return true;
+            }
+            set.insert(0, line);
+            set.truncate(self.ways);
+            false
+        }
+    }
+
+    /// Drive the cache the way the machine does: lookup, then fill on a miss.
+    fn access(c: &mut Cache, line: u64) -> bool {
+        let r = req(ReqKind::Load);
+        match c.find(LineAddr(line)) {
+            Some(slot) => {
+                c.hit(slot, &r);
+                true
+            }
+            None => {
+                c.miss(LineAddr(line), &r);
+                c.fill(LineAddr(line), false, &r).unwrap();
+                false
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn lru_and_fifo_agree_with_the_list_model(
+            sets_log in 0u32..4, ways in 1u32..9, lines in proptest::collection::vec(0u64..64, 1..400),
+        ) {
+            for (policy, lru) in [("lru", true), ("fifo", false)] {
+                let sets = 1u64 << sets_log;
+                let mut c = cache(sets, ways, policy);
+                let mut m = ListModel { sets: vec![Vec::new(); sets as usize], ways: ways as usize, lru };
+                for &l in &lines {
+                    prop_assert_eq!(access(&mut c, l), m.access(l), "{} line {}", policy, l);
+                }
+                let s = &c.stats;
+                prop_assert_eq!(s.hits[0] + s.misses[0], lines.len() as u64);
+            }
+        }
+
+        #[test]
+        fn lru_hits_exactly_when_stack_distance_is_below_associativity(
+            ways in 1u32..9, lines in proptest::collection::vec(0u64..24, 1..300),
+        ) {
+            // Fully associative: hit iff fewer than `ways` distinct lines were
+            // used since the last use of this line.
+            let mut c = cache(1, ways, "lru");
+            for (i, &l) in lines.iter().enumerate() {
+                let last = lines[..i].iter().rposition(|&x| x == l);
+                let expect = last.is_some_and(|p| {
+                    let mut distinct: Vec<u64> = lines[p + 1..i].to_vec();
+                    distinct.sort();
+                    distinct.dedup();
+                    distinct.len() < ways as usize
+                });
+                prop_assert_eq!(access(&mut c, l), expect);
+            }
+        }
+
+        #[test]
+        fn plru_and_random_keep_counts_consistent(lines in proptest::collection::vec(0u64..128, 1..300)) {
+            for policy in ["plru", "random"] {
+                let mut c = cache(4, 4, policy);
+                let hits = lines.iter().filter(|&&l| access(&mut c, l)).count() as u64;
+                prop_assert_eq!(c.stats.hits[0], hits);
+                prop_assert_eq!(c.stats.hits[0] + c.stats.misses[0], lines.len() as u64);
+                prop_assert!(c.lines().count() <= 16);
+                // Each line is present at most once.
+                let mut present: Vec<u64> = c.lines().map(|l| l.0).collect();
+                present.sort();
+                let n = present.len();
+                present.dedup();
+                prop_assert_eq!(present.len(), n);
+            }
+        }
+    }
+
+    #[test]
+    fn compulsory_misses_are_first_references_only() {
+        let mut c = cache(1, 2, "lru");
+        for l in [1, 2, 3, 1, 2, 3] {
+            access(&mut c, l);
+        }
+        assert_eq!(c.stats.misses[0], 6);
+        assert_eq!(c.stats.compulsory[0], 3);
+    }
+
+    #[test]
+    fn locked_lines_are_never_victims_and_full_locks_bypass() {
+        let mut c = cache(1, 2, "lru");
+        access(&mut c, 10);
+        access(&mut c, 11);
+        assert!(c.set_locked(LineAddr(10), true));
+        for l in 20..30 {
+            access(&mut c, l);
+            assert!(c.contains(LineAddr(10)));
+        }
+        assert!(c.set_locked(LineAddr(29), true));
+        assert_eq!(c.fill(LineAddr(99), false, &req(ReqKind::Load)), Err(()));
+        assert_eq!(c.stats.bypasses, 1);
+        assert!(!c.set_locked(LineAddr(98), true));
+    }
+
+    #[test]
+    fn store_hits_mark_dirty_and_evictions_report_it() {
+        let mut c = cache(1, 1, "lru");
+        let st = req(ReqKind::Store);
+        c.miss(LineAddr(5), &st);
+        c.fill(LineAddr(5), true, &st).unwrap();
+        assert!(c.is_dirty(LineAddr(5)));
+        let ev = c.fill(LineAddr(6), false, &req(ReqKind::Load)).unwrap();
+        assert_eq!(
+            ev,
+            Some(Evicted {
+                line: LineAddr(5),
+                owner: TaskId(0),
+                dirty: true
+            })
+        );
+        assert_eq!(c.stats.dirty_evictions, 1);
+    }
+
+    #[test]
+    fn store_hit_recency_switch() {
+        // With the switch off, a store hit does not protect the line.
+        for (updates, victim) in [(true, 2u64), (false, 1u64)] {
+            let mut c = cache(1, 2, "lru");
+            c.store_hit_updates = updates;
+            access(&mut c, 1);
+            access(&mut c, 2);
+            let slot = c.find(LineAddr(1)).unwrap();
+            c.hit(slot, &req(ReqKind::Store));
+            access(&mut c, 3);
+            assert!(!c.contains(LineAddr(victim)), "updates={updates}");
+        }
+    }
+
+    #[test]
+    fn remove_by_scope() {
+        let mut c = cache(4, 2, "lru");
+        for (l, t) in [(0, 0), (1, 1), (2, 0), (3, 1)] {
+            c.fill(
+                LineAddr(l),
+                false,
+                &Req {
+                    kind: ReqKind::Load,
+                    pc: VirtAddr(0),
+                    task: TaskId(t),
+                },
+            )
+            .unwrap();
+        }
+        let mut out = Vec::new();
+        c.remove(Scope::Task(TaskId(1)), &mut out);
+        assert_eq!(out.iter().map(|e| e.line.0).collect::<Vec<_>>(), vec![1, 3]);
+        c.remove(Scope::Line(LineAddr(2)), &mut out);
+        assert_eq!(c.lines().collect::<Vec<_>>(), vec![LineAddr(0)]);
+        c.remove(Scope::All, &mut out);
+        assert_eq!(c.lines().count(), 0);
+        assert_eq!(c.stats.flushed, 4);
+    }
+
+    #[test]
+    fn geometry_errors_name_the_key() {
+        let mut issues = Issues::default();
+        CacheParams {
+            line_bytes: 48,
+            ..CacheParams::default()
+        }
+        .validate("machine.l2", &mut issues);
+        CacheParams {
+            size_bytes: ByteSize(1000),
+            ..CacheParams::default()
+        }
+        .validate("machine.l1d", &mut issues);
+        let text = issues.finish().unwrap_err().to_string();
+        assert!(
+            text.contains("machine.l2.line_bytes: expected a power of two"),
+            "{text}"
+        );
+        assert!(
+            text.contains("machine.l1d.size_bytes: 1000B is not a whole number of sets"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn non_power_of_two_set_counts_index_by_modulo() {
+        // 12 MiB 16-way (Westmere L3) has 12288 sets.
+        let p = CacheParams {
+            size_bytes: ByteSize(12 << 20),
+            ways: 16,
+            ..CacheParams::default()
+        };
+        let c = Cache::new(&p, 1, "llc", "machine.llc").unwrap();
+        assert_eq!(c.sets(), 12288);
+        assert_eq!(c.set_of(LineAddr(12288 + 5)), 5);
+    }
+}

@@ -1,0 +1,854 @@
+//! The machine: sockets of cores, their caches and TLBs, and memory.
+//!
+//! Topology is `sockets x cores_per_socket`, cores numbered socket-major.
+//! Each core has a private L1D (and optionally L1I) and optionally a private
+//! L2; each socket optionally has one LLC shared by its cores; memory is split
+//! into NUMA nodes. [`Machine::access`] runs one reference through
+//! translation and the cache levels and returns the cycles it costs, updating
+//! the per-cache counters and the counters of the task that made it.
+//!
+//! The hierarchy rules (what fills where, where victims go) live here and
+//! nowhere else:
+//! - a miss goes down the core's path (L1, L2, LLC, memory); on the way back
+//!   the line is placed in every level except exclusive ones;
+//! - an exclusive level is filled only by the victims of the level above and
+//!   gives a line up (invalidating its copy) when it hits;
+//! - an inclusive level's victims are removed from every cache above it
+//!   (back-invalidation), their dirty data going down with the victim;
+//! - dirty victims are written back to the next level, which allocates them
+//!   on a miss without reading the line from below (the whole line is
+//!   written), or to memory from the last level.
+
+use serde::{Deserialize, Serialize};
+
+use super::cache::{Cache, CacheParams, Evicted, Inclusion, Req, Scope};
+use super::page_table::{FrameAllocation, PageTable, Placement};
+use super::replacement::ReqKind;
+use super::tlb::{self, Tlb, TlbParams, WalkModel};
+use crate::config::ByteSize;
+use crate::error::{Issues, Result};
+use crate::stats::{Level, NodeStats, TaskStats};
+use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
+
+/// Memory and NUMA configuration (`machine.memory`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryParams {
+    /// NUMA nodes; default one per socket. Socket `s` is local to node
+    /// `s * nodes / sockets`.
+    pub nodes: Option<u32>,
+    /// Capacity of each node.
+    pub node_bytes: ByteSize,
+    /// Page size: 4 KiB, 2 MiB, or any power of two from 4 KiB.
+    pub page_bytes: ByteSize,
+    /// Cycles to read a line from the local node.
+    pub latency_cycles: u32,
+    /// Cycles to read a line from another node; default `latency_cycles`.
+    pub remote_latency_cycles: Option<u32>,
+    /// Node of a newly touched page.
+    pub placement: Placement,
+    /// Order of frames within a node.
+    pub frame_allocation: FrameAllocation,
+}
+
+impl Default for MemoryParams {
+    fn default() -> Self {
+        MemoryParams {
+            nodes: None,
+            node_bytes: ByteSize(64 << 30),
+            page_bytes: ByteSize(4096),
+            latency_cycles: 200,
+            remote_latency_cycles: None,
+            placement: Placement::FirstTouch,
+            frame_allocation: FrameAllocation::Random,
+        }
+    }
+}
+
+/// The machine (`machine`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MachineParams {
+    /// Name of the preset these values started from (informational once resolved).
+    pub preset: Option<String>,
+    /// Sockets.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores_per_socket: u32,
+    /// Core clock, used to convert times such as `"2.5ms"` to cycles.
+    pub frequency_ghz: f64,
+    /// Cycles per instruction before memory stalls.
+    pub base_cpi: f64,
+    /// Private L1 instruction cache; without it fetches use the L1D.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub l1i: Option<CacheParams>,
+    /// Private L1 data cache.
+    pub l1d: CacheParams,
+    /// Private L2.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub l2: Option<CacheParams>,
+    /// Last-level cache shared by the cores of a socket.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub llc: Option<CacheParams>,
+    /// TLBs; without them translation is free.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub tlb: Option<TlbParams>,
+    /// Memory.
+    pub memory: MemoryParams,
+}
+
+impl Default for MachineParams {
+    fn default() -> Self {
+        MachineParams {
+            preset: None,
+            sockets: 1,
+            cores_per_socket: 1,
+            frequency_ghz: 3.0,
+            base_cpi: 1.0,
+            l1i: None,
+            l1d: CacheParams::default(),
+            l2: None,
+            llc: None,
+            tlb: Some(TlbParams::default()),
+            memory: MemoryParams::default(),
+        }
+    }
+}
+
+impl MachineParams {
+    /// Total cores.
+    pub fn cores(&self) -> u32 {
+        self.sockets * self.cores_per_socket
+    }
+
+    /// NUMA nodes.
+    pub fn nodes(&self) -> u32 {
+        self.memory.nodes.unwrap_or(self.sockets)
+    }
+
+    fn levels(&self) -> impl Iterator<Item = (&'static str, &CacheParams)> {
+        [
+            ("l1i", self.l1i.as_ref()),
+            ("l1d", Some(&self.l1d)),
+            ("l2", self.l2.as_ref()),
+            ("llc", self.llc.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(n, p)| p.map(|p| (n, p)))
+    }
+
+    /// Check everything, recording problems under `loc`.
+    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+        let at = |field: &str| format!("{loc}.{field}");
+        issues.check(
+            self.sockets >= 1,
+            at("sockets"),
+            "out_of_range",
+            "expected at least 1 socket",
+        );
+        issues.check(
+            self.cores_per_socket >= 1,
+            at("cores_per_socket"),
+            "out_of_range",
+            "expected at least 1 core",
+        );
+        issues.check(
+            self.cores() <= 4096,
+            at("cores_per_socket"),
+            "out_of_range",
+            "at most 4096 cores are supported",
+        );
+        issues.check(
+            self.frequency_ghz.is_finite() && self.frequency_ghz > 0.0,
+            at("frequency_ghz"),
+            "out_of_range",
+            format!("expected a positive frequency, got {}", self.frequency_ghz),
+        );
+        issues.check(
+            self.base_cpi.is_finite() && self.base_cpi > 0.0,
+            at("base_cpi"),
+            "out_of_range",
+            format!("expected a positive CPI, got {}", self.base_cpi),
+        );
+        for (name, params) in self.levels() {
+            params.validate(&at(name), issues);
+            if name.starts_with("l1") {
+                issues.check(
+                    params.inclusion == Inclusion::NonInclusive,
+                    format!("{loc}.{name}.inclusion"),
+                    "invalid_value",
+                    "an L1 has no level above it; leave inclusion at non-inclusive",
+                );
+            }
+            issues.check(
+                params.line_bytes == self.l1d.line_bytes,
+                format!("{loc}.{name}.line_bytes"),
+                "invalid_value",
+                format!(
+                    "all cache levels must share one line size; l1d has {}, {name} has {}",
+                    self.l1d.line_bytes, params.line_bytes
+                ),
+            );
+        }
+        if let Some(tlb) = &self.tlb {
+            tlb.validate(&at("tlb"), issues);
+        }
+        let m = &self.memory;
+        let mloc = |field: &str| format!("{loc}.memory.{field}");
+        let nodes = self.nodes();
+        issues.check(
+            nodes >= 1,
+            mloc("nodes"),
+            "out_of_range",
+            "expected at least 1 node",
+        );
+        issues.check(
+            m.page_bytes.0.is_power_of_two() && m.page_bytes.0 >= 4096,
+            mloc("page_bytes"),
+            "not_power_of_two",
+            format!(
+                "expected a power of two of at least 4KiB, got {}",
+                m.page_bytes
+            ),
+        );
+        issues.check(
+            m.page_bytes.0 >= self.l1d.line_bytes as u64,
+            mloc("page_bytes"),
+            "invalid_value",
+            "a page must hold at least one cache line",
+        );
+        issues.check(
+            m.node_bytes.0 >= m.page_bytes.0
+                && m.page_bytes.0 > 0
+                && m.node_bytes.0 % m.page_bytes.0 == 0,
+            mloc("node_bytes"),
+            "invalid_value",
+            format!(
+                "expected a positive multiple of the page size, got {}",
+                m.node_bytes
+            ),
+        );
+        if let Placement::Bind(n) = m.placement {
+            issues.check(
+                n < nodes,
+                mloc("placement"),
+                "out_of_range",
+                format!("bind to node {n}, but the machine has {nodes} node(s)"),
+            );
+        }
+        issues.check(
+            m.frame_allocation != FrameAllocation::Identity || nodes == 1,
+            mloc("frame_allocation"),
+            "invalid_value",
+            "identity mapping needs a single NUMA node (physical addresses would not tell the node)",
+        );
+    }
+}
+
+/// A core's way down the hierarchy: cache indices, top first.
+#[derive(Debug, Clone, Copy, Default)]
+struct Path {
+    ids: [u16; 3],
+    len: u8,
+}
+
+impl Path {
+    fn new(caches: &[Option<usize>]) -> Path {
+        let mut p = Path::default();
+        for c in caches.iter().flatten() {
+            p.ids[p.len as usize] = *c as u16;
+            p.len += 1;
+        }
+        p
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> usize {
+        self.ids[i] as usize
+    }
+}
+
+/// What a core is wired to.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    node: u32,
+    data: Path,
+    instr: Path,
+    dtlb: Option<usize>,
+    itlb: Option<usize>,
+    stlb: Option<usize>,
+}
+
+/// Sockets, cores, caches, TLBs and memory, with the per-task counters.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    caches: Vec<Cache>,
+    cache_level: Vec<Level>,
+    /// Per cache: the caches above it that an inclusive eviction must clean.
+    uppers: Vec<Vec<usize>>,
+    tlbs: Vec<Tlb>,
+    cores: Vec<Ports>,
+    cores_per_socket: usize,
+    page_table: PageTable,
+    line_shift: u32,
+    page_shift: u32,
+    frames_per_node: u64,
+    local_latency: u32,
+    remote_latency: u32,
+    walk: WalkModel,
+    walk_latency: u32,
+    radix_levels: u32,
+    l2_victim_fill: bool,
+    base_cpi: f64,
+    nodes: Vec<NodeStats>,
+    /// Counters of every task, indexed by task id.
+    pub tasks: Vec<TaskStats>,
+    scratch: Vec<Evicted>,
+}
+
+impl Machine {
+    /// Build from validated params; `loc` is the config path of the machine.
+    pub fn new(params: &MachineParams, seed: u64, loc: &str) -> Result<Machine> {
+        let mut issues = Issues::default();
+        params.validate(loc, &mut issues);
+        issues.finish()?;
+        let mut caches = Vec::new();
+        let mut cache_level = Vec::new();
+        let mut add = |p: &CacheParams, level: Level, path: String| -> Result<usize> {
+            let mut c = Cache::new(p, seed, &path, &format!("{loc}.{}", level.name()))?;
+            c.receives_stores = matches!(level, Level::L1i | Level::L1d);
+            caches.push(c);
+            cache_level.push(level);
+            Ok(caches.len() - 1)
+        };
+        let mut tlbs = Vec::new();
+        let mut add_tlb = |p: &tlb::TlbLevelParams, name: &str, path: String| -> Result<usize> {
+            tlbs.push(Tlb::new(p, seed, &path, &format!("{loc}.tlb.{name}"))?);
+            Ok(tlbs.len() - 1)
+        };
+        let nodes = params.nodes();
+        let mut cores = Vec::new();
+        let mut inclusive_uppers: Vec<(usize, Vec<usize>)> = Vec::new();
+        for s in 0..params.sockets {
+            let llc = params
+                .llc
+                .as_ref()
+                .map(|p| add(p, Level::Llc, format!("socket{s}/llc")))
+                .transpose()?;
+            let mut socket_caches = Vec::new();
+            for i in 0..params.cores_per_socket {
+                let core = s * params.cores_per_socket + i;
+                let base = format!("socket{s}/core{core}");
+                let l1i = params
+                    .l1i
+                    .as_ref()
+                    .map(|p| add(p, Level::L1i, format!("{base}/l1i")))
+                    .transpose()?;
+                let l1d = add(&params.l1d, Level::L1d, format!("{base}/l1d"))?;
+                let l2 = params
+                    .l2
+                    .as_ref()
+                    .map(|p| add(p, Level::L2, format!("{base}/l2")))
+                    .transpose()?;
+                let l1s: Vec<usize> = l1i.into_iter().chain([l1d]).collect();
+                if let Some(l2) = l2 {
+                    inclusive_uppers.push((l2, l1s.clone()));
+                }
+                socket_caches.extend(l1s.into_iter().chain(l2));
+                let (dtlb, itlb, stlb) = match &params.tlb {
+                    Some(t) => (
+                        Some(add_tlb(&t.l1d, "l1d", format!("{base}/dtlb"))?),
+                        t.l1i
+                            .as_ref()
+                            .map(|p| add_tlb(p, "l1i", format!("{base}/itlb")))
+                            .transpose()?,
+                        t.l2.as_ref()
+                            .map(|p| add_tlb(p, "l2", format!("{base}/stlb")))
+                            .transpose()?,
+                    ),
+                    None => (None, None, None),
+                };
+                cores.push(Ports {
+                    node: s * nodes / params.sockets,
+                    data: Path::new(&[Some(l1d), l2, llc]),
+                    instr: Path::new(&[Some(l1i.unwrap_or(l1d)), l2, llc]),
+                    dtlb,
+                    itlb,
+                    stlb,
+                });
+            }
+            if let Some(llc) = llc {
+                inclusive_uppers.push((llc, socket_caches));
+            }
+        }
+        let mut uppers = vec![Vec::new(); caches.len()];
+        for (c, above) in inclusive_uppers {
+            uppers[c] = above;
+        }
+        let page_shift = params.memory.page_bytes.0.trailing_zeros();
+        let frames_per_node = params.memory.node_bytes.0 >> page_shift;
+        let t = params.tlb.clone().unwrap_or_default();
+        Ok(Machine {
+            caches,
+            cache_level,
+            uppers,
+            tlbs,
+            cores,
+            cores_per_socket: params.cores_per_socket as usize,
+            page_table: PageTable::new(
+                page_shift,
+                nodes,
+                frames_per_node,
+                params.memory.placement,
+                params.memory.frame_allocation,
+                seed,
+            ),
+            line_shift: params.l1d.line_bytes.trailing_zeros(),
+            page_shift,
+            frames_per_node,
+            local_latency: params.memory.latency_cycles,
+            remote_latency: params
+                .memory
+                .remote_latency_cycles
+                .unwrap_or(params.memory.latency_cycles),
+            walk: t.walk,
+            walk_latency: t.walk_latency_cycles,
+            radix_levels: if page_shift >= 21 { 3 } else { 4 },
+            l2_victim_fill: t.l2_victim_fill,
+            base_cpi: params.base_cpi,
+            nodes: (0..nodes)
+                .map(|node| NodeStats {
+                    node,
+                    ..NodeStats::default()
+                })
+                .collect(),
+            tasks: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Make room for the counters of tasks `0..n`.
+    pub fn add_tasks(&mut self, n: usize) {
+        if self.tasks.len() < n {
+            self.tasks.resize(n, TaskStats::default());
+        }
+    }
+
+    /// Forget every task's counters (after warm-up); cache contents stay.
+    pub fn reset_task_stats(&mut self) {
+        self.tasks
+            .iter_mut()
+            .for_each(|t| *t = TaskStats::default());
+        for c in &mut self.caches {
+            c.stats = Default::default();
+        }
+        for t in &mut self.tlbs {
+            t.stats = Default::default();
+        }
+        for n in &mut self.nodes {
+            *n = NodeStats {
+                node: n.node,
+                ..NodeStats::default()
+            };
+        }
+    }
+
+    /// Number of cores.
+    pub fn cores(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// Cycles per instruction before stalls.
+    pub fn base_cpi(&self) -> f64 {
+        self.base_cpi
+    }
+
+    /// Whether an allocation ever found every node full.
+    pub fn memory_exhausted(&self) -> bool {
+        self.page_table.exhausted
+    }
+
+    /// Run one reference of `task` (address space `asid`) on `core`; returns
+    /// the cycles it adds beyond the base CPI and updates the counters. A
+    /// reference that crosses a line boundary touches each line; its cost is
+    /// that of the slowest line.
+    #[inline]
+    pub fn access(&mut self, core: CoreId, task: TaskId, asid: Asid, a: &Access) -> u32 {
+        let ports = self.cores[core.0 as usize];
+        let req = Req {
+            kind: a.kind.into(),
+            pc: a.pc,
+            task,
+        };
+        let stats = &mut self.tasks[task.0 as usize];
+        stats.accesses += 1;
+        stats.instructions += a.instrs as u64;
+        let path = if a.kind == AccessKind::Ifetch {
+            &ports.instr
+        } else {
+            &ports.data
+        };
+        let first = a.addr.0 >> self.line_shift;
+        let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
+        let latency = if first == last {
+            let (paddr, t) = self.translate(&ports, &req, asid, a.addr.0);
+            t + self.access_line(&ports, path, LineAddr(paddr >> self.line_shift), &req)
+        } else {
+            let mut worst = 0;
+            let mut page = (u64::MAX, 0, 0);
+            for vline in first..=last {
+                let vaddr = vline << self.line_shift;
+                if vaddr >> self.page_shift != page.0 {
+                    let (paddr, t) = self.translate(&ports, &req, asid, vaddr.max(a.addr.0));
+                    page = (vaddr >> self.page_shift, paddr >> self.page_shift, t);
+                }
+                let line = (page.1 << (self.page_shift - self.line_shift))
+                    | (vline & ((1 << (self.page_shift - self.line_shift)) - 1));
+                worst = worst.max(page.2 + self.access_line(&ports, path, LineAddr(line), &req));
+            }
+            worst
+        };
+        let stats = &mut self.tasks[task.0 as usize];
+        stats.stall_cycles += latency as u64;
+        stats.cycles += a.instrs as f64 * self.base_cpi + latency as f64;
+        latency
+    }
+
+    /// Translate a virtual address; returns the physical address and the
+    /// cycles translation cost.
+    #[inline]
+    fn translate(&mut self, ports: &Ports, req: &Req, asid: Asid, vaddr: u64) -> (u64, u32) {
+        let vpn = vaddr >> self.page_shift;
+        let offset = vaddr & ((1 << self.page_shift) - 1);
+        let Some(dtlb) = ports.dtlb else {
+            let frame = self.page_table.translate(asid, vpn, ports.node).frame;
+            return ((frame << self.page_shift) | offset, 0);
+        };
+        let l1 = if req.kind == ReqKind::Ifetch {
+            ports.itlb.unwrap_or(dtlb)
+        } else {
+            dtlb
+        };
+        let key = tlb::key(asid, vpn);
+        let task = req.task.0 as usize;
+        if let Some(frame) = self.tlbs[l1].lookup(key) {
+            self.tasks[task].tlb.l1_hits += 1;
+            return (
+                (frame << self.page_shift) | offset,
+                self.tlbs[l1].latency_cycles,
+            );
+        }
+        self.tasks[task].tlb.l1_misses += 1;
+        let (frame, latency) = match ports.stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
+            Some((s, Some(frame))) => {
+                self.tasks[task].tlb.l2_hits += 1;
+                if self.l2_victim_fill {
+                    self.tlbs[s].remove(key);
+                }
+                (frame, self.tlbs[s].latency_cycles)
+            }
+            stlb => {
+                if stlb.is_some() {
+                    self.tasks[task].tlb.l2_misses += 1;
+                }
+                let frame = self.page_table.translate(asid, vpn, ports.node).frame;
+                let cycles = self.walk_cost(ports, req, asid, vpn);
+                let t = &mut self.tasks[task].tlb;
+                t.walks += 1;
+                t.walk_cycles += cycles as u64;
+                if let (Some(s), false) = (ports.stlb, self.l2_victim_fill) {
+                    self.tlbs[s].insert(key, frame);
+                }
+                (frame, cycles)
+            }
+        };
+        if let Some((vkey, vframe)) = self.tlbs[l1].insert(key, frame) {
+            if let (Some(s), true) = (ports.stlb, self.l2_victim_fill) {
+                if !self.tlbs[s].probe(vkey) {
+                    self.tlbs[s].insert(vkey, vframe);
+                }
+            }
+        }
+        ((frame << self.page_shift) | offset, latency)
+    }
+
+    /// Cycles of a page walk: fixed, or the page-table entry reads through
+    /// the core's data caches plus the fixed overhead.
+    fn walk_cost(&mut self, ports: &Ports, req: &Req, asid: Asid, vpn: u64) -> u32 {
+        match self.walk {
+            WalkModel::Fixed => self.walk_latency,
+            WalkModel::Radix => {
+                let walk = Req {
+                    kind: ReqKind::Walk,
+                    pc: req.pc,
+                    task: req.task,
+                };
+                let mut cycles = self.walk_latency;
+                for level in 0..self.radix_levels {
+                    let pte =
+                        self.page_table
+                            .entry_addr(asid, vpn, level, self.radix_levels, ports.node);
+                    cycles += self.access_line(
+                        ports,
+                        &ports.data,
+                        LineAddr(pte >> self.line_shift),
+                        &walk,
+                    );
+                }
+                cycles
+            }
+        }
+    }
+
+    /// Home node of a physical line.
+    #[inline]
+    fn node_of(&self, line: LineAddr) -> u32 {
+        let frame = line.0 >> (self.page_shift - self.line_shift);
+        ((frame / self.frames_per_node) as u32).min(self.nodes.len() as u32 - 1)
+    }
+
+    /// One line through the hierarchy; returns the latency of the level that served it.
+    #[inline]
+    fn access_line(&mut self, ports: &Ports, path: &Path, line: LineAddr, req: &Req) -> u32 {
+        let (served, _) = self.lookup(path, 0, line, req, ports.node);
+        let top = path.at(0);
+        if req.kind == ReqKind::Store
+            && (!self.caches[top].write_back
+                || (!self.caches[top].write_allocate && !self.caches[top].contains(line)))
+        {
+            // Write-through, or a store that did not allocate: the data goes down.
+            self.write_down(path, 1, line, req.task);
+        }
+        if served < path.len as usize {
+            self.caches[path.at(served)].latency_cycles
+        } else if self.node_of(line) == ports.node {
+            self.local_latency
+        } else {
+            self.remote_latency
+        }
+    }
+
+    /// Look `line` up at level `i` of `path` and below; returns the index of
+    /// the level that served it (`path.len` for memory) and whether the line
+    /// arrives dirty (given up by an exclusive level).
+    fn lookup(
+        &mut self,
+        path: &Path,
+        i: usize,
+        line: LineAddr,
+        req: &Req,
+        node: u32,
+    ) -> (usize, bool) {
+        let c = path.at(i);
+        let level = self.cache_level[c] as usize;
+        let kind = req.kind as usize;
+        if let Some(slot) = self.caches[c].find(line) {
+            self.caches[c].hit(slot, req);
+            if req.kind.is_demand() {
+                self.tasks[req.task.0 as usize].levels[level].hits[kind] += 1;
+            }
+            if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
+                return (i, self.caches[c].take(slot).dirty);
+            }
+            return (i, false);
+        }
+        let compulsory = self.caches[c].miss(line, req);
+        if req.kind.is_demand() {
+            let counters = &mut self.tasks[req.task.0 as usize].levels[level];
+            counters.misses[kind] += 1;
+            counters.compulsory[kind] += compulsory as u64;
+        }
+        if i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate {
+            return (0, false);
+        }
+        let (served, carried) = if i + 1 < path.len as usize {
+            self.lookup(path, i + 1, line, req, node)
+        } else {
+            self.memory_read(line, req, node);
+            (path.len as usize, false)
+        };
+        if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
+            return (served, carried);
+        }
+        let dirty = carried || (i == 0 && req.kind == ReqKind::Store);
+        match self.caches[c].fill(line, dirty, req) {
+            Ok(Some(victim)) => self.evicted(path, i, victim),
+            Ok(None) => {}
+            Err(()) if dirty => self.write_down(path, i + 1, line, req.task),
+            Err(()) => {}
+        }
+        (served, false)
+    }
+
+    fn memory_read(&mut self, line: LineAddr, req: &Req, node: u32) {
+        let home = self.node_of(line);
+        self.nodes[home as usize].reads += 1;
+        if req.kind.is_demand() {
+            let t = &mut self.tasks[req.task.0 as usize];
+            if home == node {
+                t.memory_local += 1;
+            } else {
+                t.memory_remote += 1;
+            }
+        }
+    }
+
+    /// A line left level `i` of `path` to make room: clean the levels above
+    /// if this one is inclusive, then pass it down.
+    fn evicted(&mut self, path: &Path, i: usize, mut victim: Evicted) {
+        let c = path.at(i);
+        if self.caches[c].inclusion == Inclusion::Inclusive {
+            for u in 0..self.uppers[c].len() {
+                let upper = self.uppers[c][u];
+                if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
+                    victim.dirty |= copy.dirty;
+                }
+            }
+        }
+        let next = i + 1;
+        if next < path.len as usize && self.caches[path.at(next)].inclusion == Inclusion::Exclusive
+        {
+            self.victim_fill(path, next, victim);
+        } else if victim.dirty {
+            self.write_down(path, next, victim.line, victim.owner);
+        }
+    }
+
+    /// Place the victim of the level above in exclusive level `i`.
+    fn victim_fill(&mut self, path: &Path, i: usize, victim: Evicted) {
+        let c = path.at(i);
+        let req = Req {
+            kind: ReqKind::Writeback,
+            pc: VirtAddr(0),
+            task: victim.owner,
+        };
+        if let Some(slot) = self.caches[c].find(victim.line) {
+            if victim.dirty {
+                self.caches[c].hit(slot, &req);
+            }
+            return;
+        }
+        match self.caches[c].fill(victim.line, victim.dirty, &req) {
+            Ok(Some(next)) => self.evicted(path, i, next),
+            Ok(None) => {}
+            Err(()) if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner),
+            Err(()) => {}
+        }
+    }
+
+    /// Dirty data of `line` arrives at level `i` from above (`i == path.len`:
+    /// memory). A write-back level keeps it (allocating on a miss); a
+    /// write-through level passes it on.
+    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId) {
+        if i >= path.len as usize {
+            let home = self.node_of(line);
+            self.nodes[home as usize].writes += 1;
+            return;
+        }
+        let c = path.at(i);
+        let req = Req {
+            kind: ReqKind::Writeback,
+            pc: VirtAddr(0),
+            task: owner,
+        };
+        if let Some(slot) = self.caches[c].find(line) {
+            self.caches[c].hit(slot, &req);
+            if !self.caches[c].write_back {
+                self.write_down(path, i + 1, line, owner);
+            }
+            return;
+        }
+        self.caches[c].miss(line, &req);
+        if !self.caches[c].write_back {
+            return self.write_down(path, i + 1, line, owner);
+        }
+        match self.caches[c].fill(line, true, &req) {
+            Ok(Some(victim)) => self.evicted(path, i, victim),
+            Ok(None) => {}
+            Err(()) => self.write_down(path, i + 1, line, owner),
+        }
+    }
+
+    /// Remove the lines in `scope` from the private caches of `core` (L1s,
+    /// then L2). With `write_back`, dirty lines go down the hierarchy as
+    /// write-backs (a flush); without, they are dropped (an invalidation).
+    pub fn flush_core(&mut self, core: CoreId, scope: Scope, write_back: bool) {
+        let ports = self.cores[core.0 as usize];
+        for path in [ports.instr, ports.data] {
+            for i in 0..path.len as usize {
+                if self.cache_level[path.at(i)] != Level::Llc {
+                    self.flush_at(&path, i, scope, write_back);
+                }
+            }
+        }
+    }
+
+    /// Remove the lines in `scope` from the LLC of `socket` (and, for an
+    /// inclusive LLC, from the caches above it).
+    pub fn flush_llc(&mut self, socket: usize, scope: Scope, write_back: bool) {
+        let path = self.cores[socket * self.cores_per_socket].data;
+        let i = path.len as usize - 1;
+        if self.cache_level[path.at(i)] == Level::Llc {
+            self.flush_at(&path, i, scope, write_back);
+        }
+    }
+
+    fn flush_at(&mut self, path: &Path, i: usize, scope: Scope, write_back: bool) {
+        let c = path.at(i);
+        let mut removed = std::mem::take(&mut self.scratch);
+        removed.clear();
+        self.caches[c].remove(scope, &mut removed);
+        for mut victim in removed.drain(..) {
+            if self.caches[c].inclusion == Inclusion::Inclusive {
+                for u in 0..self.uppers[c].len() {
+                    let upper = self.uppers[c][u];
+                    if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
+                        victim.dirty |= copy.dirty;
+                    }
+                }
+            }
+            if write_back && victim.dirty {
+                self.caches[c].stats.dirty_evictions += 1;
+                self.write_down(path, i + 1, victim.line, victim.owner);
+            }
+        }
+        self.scratch = removed;
+    }
+
+    /// Flush the TLBs of `core`: every entry, or those of one asid.
+    pub fn flush_tlbs(&mut self, core: CoreId, asid: Option<Asid>) {
+        let ports = self.cores[core.0 as usize];
+        for t in [ports.dtlb, ports.itlb, ports.stlb].into_iter().flatten() {
+            self.tlbs[t].flush(asid);
+        }
+    }
+
+    /// The caches, for inspection (tests, attribution, results).
+    pub fn caches(&self) -> &[Cache] {
+        &self.caches
+    }
+
+    /// The level of each cache in [`Machine::caches`].
+    pub fn cache_levels(&self) -> &[Level] {
+        &self.cache_level
+    }
+
+    /// The TLBs, for inspection.
+    pub fn tlbs(&self) -> &[Tlb] {
+        &self.tlbs
+    }
+
+    /// Per-node memory counters, with the frames allocated on each node.
+    pub fn node_stats(&self) -> Vec<NodeStats> {
+        let mut nodes = self.nodes.clone();
+        for n in &mut nodes {
+            n.pages = self.page_table.frames_used(n.node);
+        }
+        nodes
+    }
+
+    /// Index of the cache with component path `path`.
+    pub fn cache_index(&self, path: &str) -> Option<usize> {
+        self.caches.iter().position(|c| c.path == path)
+    }
+}

@@ -1,0 +1,344 @@
+//! Page tables: virtual pages to physical frames, allocated on first touch.
+//!
+//! Each address space (asid) maps its virtual pages to frames that are
+//! allocated the first time a page is touched, on a NUMA node chosen by the
+//! placement policy. The node is recorded per page, so memory latency can be
+//! local or remote, and page migration (a later mechanism) only has to change
+//! the entry. For radix walks the page-table pages themselves get frames too,
+//! so their entries can be read through the data caches.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::Asid;
+use crate::util::hash::FxHashMap;
+use crate::util::perm::Permutation;
+use crate::util::rng::Rng;
+
+/// Where a newly touched page is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// On the node of the socket whose core touched it first (Linux and
+    /// Solaris default).
+    #[default]
+    FirstTouch,
+    /// Round-robin over the nodes by virtual page number.
+    Interleave,
+    /// Always on this node.
+    Bind(u32),
+}
+
+/// How frames are chosen within a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FrameAllocation {
+    /// In a seeded random order, as a long-running OS hands them out; pages
+    /// that are adjacent in virtual memory land in unrelated cache sets.
+    #[default]
+    Random,
+    /// In increasing order.
+    Sequential,
+    /// Physical address = virtual address (no translation), for comparisons
+    /// with simulators that have none (pycachesim, Dinero). Different asids
+    /// then alias; use it for one address space.
+    Identity,
+}
+
+/// A page's translation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageEntry {
+    /// Physical frame number.
+    pub frame: u64,
+    /// NUMA node holding the frame.
+    pub node: u32,
+}
+
+/// Hands out frames per node.
+#[derive(Debug, Clone)]
+struct FrameAllocator {
+    frames_per_node: u64,
+    used: Vec<u64>,
+    order: Option<Vec<Permutation>>,
+}
+
+impl FrameAllocator {
+    /// A frame on `node`, or on the next node with room; `None` when every
+    /// node is full.
+    fn allocate(&mut self, node: u32) -> Option<PageEntry> {
+        let nodes = self.used.len() as u32;
+        (0..nodes)
+            .map(|i| (node + i) % nodes)
+            .find(|&n| self.used[n as usize] < self.frames_per_node)
+            .map(|n| {
+                let k = self.used[n as usize];
+                self.used[n as usize] += 1;
+                let within = self
+                    .order
+                    .as_ref()
+                    .map_or(k, |perms| perms[n as usize].apply(k));
+                PageEntry {
+                    frame: n as u64 * self.frames_per_node + within,
+                    node: n,
+                }
+            })
+    }
+}
+
+/// Every address space's page table, with the frame allocator they share.
+#[derive(Debug, Clone)]
+pub struct PageTable {
+    page_shift: u32,
+    placement: Placement,
+    identity: bool,
+    nodes: u32,
+    pages: FxHashMap<u64, PageEntry>,
+    tables: FxHashMap<(u32, u8, u64), u64>,
+    alloc: FrameAllocator,
+    /// Set when an allocation found every node full.
+    pub exhausted: bool,
+}
+
+impl PageTable {
+    /// Page tables over `nodes` nodes of `frames_per_node` frames each.
+    pub fn new(
+        page_shift: u32,
+        nodes: u32,
+        frames_per_node: u64,
+        placement: Placement,
+        allocation: FrameAllocation,
+        seed: u64,
+    ) -> PageTable {
+        let order = (allocation == FrameAllocation::Random).then(|| {
+            (0..nodes)
+                .map(|n| {
+                    Permutation::new(
+                        frames_per_node,
+                        &mut Rng::for_component(seed, &format!("memory/node{n}")),
+                    )
+                })
+                .collect()
+        });
+        PageTable {
+            page_shift,
+            placement,
+            identity: allocation == FrameAllocation::Identity,
+            nodes,
+            pages: FxHashMap::default(),
+            tables: FxHashMap::default(),
+            alloc: FrameAllocator {
+                frames_per_node,
+                used: vec![0; nodes as usize],
+                order,
+            },
+            exhausted: false,
+        }
+    }
+
+    /// Page size as a shift.
+    pub fn page_shift(&self) -> u32 {
+        self.page_shift
+    }
+
+    fn node_for(&self, vpn: u64, toucher_node: u32) -> u32 {
+        match self.placement {
+            Placement::FirstTouch => toucher_node,
+            Placement::Interleave => (vpn % self.nodes as u64) as u32,
+            Placement::Bind(n) => n,
+        }
+    }
+
+    /// The translation of `vpn` in `asid`, allocating a frame on first touch
+    /// by a core of node `toucher_node`.
+    #[inline]
+    pub fn translate(&mut self, asid: Asid, vpn: u64, toucher_node: u32) -> PageEntry {
+        if self.identity && self.nodes == 1 {
+            return PageEntry {
+                frame: vpn,
+                node: 0,
+            };
+        }
+        let key = super::tlb::key(asid, vpn);
+        if let Some(&entry) = self.pages.get(&key) {
+            return entry;
+        }
+        let node = self.node_for(vpn, toucher_node);
+        let entry = if self.identity {
+            PageEntry { frame: vpn, node }
+        } else {
+            self.alloc.allocate(node).unwrap_or_else(|| {
+                self.exhausted = true;
+                PageEntry { frame: 0, node }
+            })
+        };
+        self.pages.insert(key, entry);
+        entry
+    }
+
+    /// The translation of `vpn` if it was ever touched.
+    pub fn get(&self, asid: Asid, vpn: u64) -> Option<PageEntry> {
+        self.pages.get(&super::tlb::key(asid, vpn)).copied()
+    }
+
+    /// Frame of the page-table page at `level` (0 = root) covering `vpn` in a
+    /// radix tree of `levels` levels with 512 entries per table, allocating
+    /// it on first use; returns the physical byte address of the entry.
+    pub fn entry_addr(
+        &mut self,
+        asid: Asid,
+        vpn: u64,
+        level: u32,
+        levels: u32,
+        toucher_node: u32,
+    ) -> u64 {
+        let shift = 9 * (levels - level);
+        let prefix = if shift >= 64 { 0 } else { vpn >> shift };
+        let index = (vpn >> (9 * (levels - 1 - level))) & 511;
+        let frame = match self.tables.get(&(asid.0, level as u8, prefix)) {
+            Some(&f) => f,
+            None => {
+                let f = self
+                    .alloc
+                    .allocate(toucher_node)
+                    .map(|e| e.frame)
+                    .unwrap_or_else(|| {
+                        self.exhausted = true;
+                        0
+                    });
+                self.tables.insert((asid.0, level as u8, prefix), f);
+                f
+            }
+        };
+        // A table takes the first 4 KiB of a frame of the data page size.
+        (frame << self.page_shift) + index * 8
+    }
+
+    /// Frames allocated on `node` (data and page-table pages).
+    pub fn frames_used(&self, node: u32) -> u64 {
+        self.alloc.used.get(node as usize).copied().unwrap_or(0)
+    }
+
+    /// Number of data pages mapped in all address spaces.
+    pub fn mapped_pages(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_touch_places_on_the_touching_node_and_remembers() {
+        let mut pt = PageTable::new(
+            12,
+            2,
+            1024,
+            Placement::FirstTouch,
+            FrameAllocation::Sequential,
+            1,
+        );
+        let a = pt.translate(Asid(0), 5, 1);
+        assert_eq!(
+            a,
+            PageEntry {
+                frame: 1024,
+                node: 1
+            }
+        );
+        assert_eq!(
+            pt.translate(Asid(0), 5, 0),
+            a,
+            "a second touch from elsewhere keeps the page"
+        );
+        assert_eq!(pt.translate(Asid(0), 6, 0), PageEntry { frame: 0, node: 0 });
+        assert_eq!(
+            pt.translate(Asid(1), 5, 0),
+            PageEntry { frame: 1, node: 0 },
+            "asids are separate"
+        );
+    }
+
+    #[test]
+    fn interleave_and_bind() {
+        let mut pt = PageTable::new(
+            12,
+            4,
+            16,
+            Placement::Interleave,
+            FrameAllocation::Sequential,
+            1,
+        );
+        let nodes: Vec<u32> = (0..8).map(|v| pt.translate(Asid(0), v, 0).node).collect();
+        assert_eq!(nodes, vec![0, 1, 2, 3, 0, 1, 2, 3]);
+        let mut pt = PageTable::new(
+            12,
+            4,
+            16,
+            Placement::Bind(2),
+            FrameAllocation::Sequential,
+            1,
+        );
+        assert!((0..8).all(|v| pt.translate(Asid(0), v, 0).node == 2));
+    }
+
+    #[test]
+    fn random_frames_are_distinct_and_spill_to_other_nodes_when_full() {
+        let mut pt = PageTable::new(12, 2, 8, Placement::FirstTouch, FrameAllocation::Random, 3);
+        let entries: Vec<PageEntry> = (0..16).map(|v| pt.translate(Asid(0), v, 0)).collect();
+        let mut frames: Vec<u64> = entries.iter().map(|e| e.frame).collect();
+        frames.sort();
+        assert_eq!(frames, (0..16).collect::<Vec<_>>());
+        assert_eq!(entries.iter().filter(|e| e.node == 1).count(), 8);
+        assert!(entries[..8]
+            .iter()
+            .any(|e| e.frame != entries.iter().position(|x| x == e).unwrap() as u64));
+        assert!(!pt.exhausted);
+        pt.translate(Asid(0), 99, 0);
+        assert!(pt.exhausted);
+    }
+
+    #[test]
+    fn identity_maps_pages_to_themselves() {
+        let mut pt = PageTable::new(
+            12,
+            1,
+            16,
+            Placement::FirstTouch,
+            FrameAllocation::Identity,
+            1,
+        );
+        assert_eq!(
+            pt.translate(Asid(3), 0xABCDE, 0),
+            PageEntry {
+                frame: 0xABCDE,
+                node: 0
+            }
+        );
+    }
+
+    #[test]
+    fn radix_entries_share_upper_tables_and_differ_below() {
+        let mut pt = PageTable::new(
+            12,
+            1,
+            1 << 20,
+            Placement::FirstTouch,
+            FrameAllocation::Sequential,
+            1,
+        );
+        let a: Vec<u64> = (0..4)
+            .map(|l| pt.entry_addr(Asid(0), 0x1000, l, 4, 0))
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map(|l| pt.entry_addr(Asid(0), 0x1001, l, 4, 0))
+            .collect();
+        assert_eq!(
+            a[..3],
+            b[..3],
+            "neighbouring pages share the upper three tables"
+        );
+        assert_eq!(b[3], a[3] + 8, "and sit in adjacent entries of the last");
+        let c = pt.entry_addr(Asid(0), 0x1000 + (1 << 27), 0, 4, 0);
+        assert_eq!(c, a[0] + 8, "the root entry covers 2^27 pages");
+    }
+}

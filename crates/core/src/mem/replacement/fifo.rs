@@ -1,0 +1,76 @@
+//! `fifo`: first in, first out.
+//!
+//! The victim is the line filled longest ago; hits change nothing.
+
+use serde::{Deserialize, Serialize};
+
+use super::{min_evictable, Policy, ReplCtx, Replacement, Touch, VictimQuery};
+use crate::error::Result;
+
+/// `fifo` has no parameters.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FifoParams {}
+
+impl FifoParams {
+    /// Build the policy for a cache of the given geometry.
+    pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
+        Ok(Policy::Fifo(Fifo {
+            filled: vec![0; ctx.sets * ctx.ways],
+            ways: ctx.ways,
+            clock: 1,
+        }))
+    }
+}
+
+/// FIFO by fill stamps.
+#[derive(Debug, Clone)]
+pub struct Fifo {
+    filled: Vec<u64>,
+    ways: usize,
+    clock: u64,
+}
+
+impl Replacement for Fifo {
+    #[inline(always)]
+    fn on_hit(&mut self, _t: &Touch) {}
+
+    #[inline(always)]
+    fn on_fill(&mut self, t: &Touch) {
+        self.filled[t.set * self.ways + t.way] = self.clock;
+        self.clock += 1;
+    }
+
+    #[inline]
+    fn victim(&mut self, q: &VictimQuery) -> usize {
+        let base = q.set * self.ways;
+        min_evictable(&self.filled[base..base + self.ways], q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::conformance::{ctx, touch};
+    use super::*;
+    use crate::mem::replacement::ReqKind;
+    use crate::types::{TaskId, VirtAddr};
+
+    #[test]
+    fn hits_do_not_save_the_oldest_line() {
+        let mut p = FifoParams::default().build(&ctx(2, 3)).unwrap();
+        for way in 0..3 {
+            p.on_fill(&touch(1, way));
+        }
+        p.on_hit(&touch(1, 0));
+        let q = VictimQuery {
+            set: 1,
+            pc: VirtAddr(0),
+            req: ReqKind::Load,
+            task: TaskId(0),
+            locked: None,
+        };
+        assert_eq!(p.victim(&q), 0);
+        p.on_fill(&touch(1, 0));
+        assert_eq!(p.victim(&q), 1);
+    }
+}

@@ -1,0 +1,325 @@
+//! Replacement policies: which line of a full set to evict.
+//!
+//! A policy is a [`Replacement`] implementation in its own file, registered by
+//! one line in [`policies!`] below. The cache owns tags, owners and dirty/lock
+//! bits; the policy owns whatever per-line or per-set state it needs (LRU
+//! stamps, tree bits, RRPVs, signatures, a PSEL counter) and is told about
+//! every event that could change that state. The hooks receive the access's
+//! pc and kind so that pc-based policies (SHiP) and set-dueling policies (DIP,
+//! DRRIP) fit the same contract.
+//!
+//! Dispatch is a `match` over an enum of the registered policies, not a trait
+//! object: the hooks sit on the hot path and the compiler inlines them.
+
+pub mod fifo;
+pub mod lru;
+pub mod plru;
+pub mod random;
+
+use crate::error::Result;
+use crate::types::{TaskId, VirtAddr};
+
+/// Why a cache was accessed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ReqKind {
+    /// Demand data read.
+    Load = 0,
+    /// Demand data write.
+    Store = 1,
+    /// Demand instruction fetch.
+    Ifetch = 2,
+    /// A dirty line written back (or written through) from the level above.
+    Writeback = 3,
+    /// A page-table entry read by the page walker.
+    Walk = 4,
+}
+
+impl ReqKind {
+    /// Number of request kinds (size of per-kind counter arrays).
+    pub const COUNT: usize = 5;
+    /// All kinds in counter order.
+    pub const ALL: [ReqKind; 5] = [
+        ReqKind::Load,
+        ReqKind::Store,
+        ReqKind::Ifetch,
+        ReqKind::Writeback,
+        ReqKind::Walk,
+    ];
+
+    /// Lower-case name used in stats keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReqKind::Load => "load",
+            ReqKind::Store => "store",
+            ReqKind::Ifetch => "ifetch",
+            ReqKind::Writeback => "writeback",
+            ReqKind::Walk => "walk",
+        }
+    }
+
+    /// Whether the request comes from the program's own loads, stores and fetches.
+    #[inline]
+    pub fn is_demand(self) -> bool {
+        (self as u8) < 3
+    }
+}
+
+impl From<crate::types::AccessKind> for ReqKind {
+    #[inline]
+    fn from(kind: crate::types::AccessKind) -> ReqKind {
+        match kind {
+            crate::types::AccessKind::Load => ReqKind::Load,
+            crate::types::AccessKind::Store => ReqKind::Store,
+            crate::types::AccessKind::Ifetch => ReqKind::Ifetch,
+        }
+    }
+}
+
+/// An event on one way of one set, as seen by a policy.
+#[derive(Debug, Clone, Copy)]
+pub struct Touch {
+    /// Set index.
+    pub set: usize,
+    /// Way within the set.
+    pub way: usize,
+    /// Pc of the access that caused the event (0 if unknown).
+    pub pc: VirtAddr,
+    /// Why the cache was accessed.
+    pub req: ReqKind,
+    /// Task on whose behalf the access was made.
+    pub task: TaskId,
+}
+
+/// A request for a victim in a full set.
+#[derive(Debug, Clone, Copy)]
+pub struct VictimQuery<'a> {
+    /// Set index.
+    pub set: usize,
+    /// Pc of the access that needs the space.
+    pub pc: VirtAddr,
+    /// Why the cache was accessed.
+    pub req: ReqKind,
+    /// Task on whose behalf the line is filled.
+    pub task: TaskId,
+    /// Per-way lock flags of the set (`None` when nothing in the cache is locked).
+    pub locked: Option<&'a [bool]>,
+}
+
+impl VictimQuery<'_> {
+    /// Whether `way` may be evicted (locked lines never are).
+    #[inline]
+    pub fn evictable(&self, way: usize) -> bool {
+        self.locked.is_none_or(|l| !l[way])
+    }
+}
+
+/// Geometry and identity handed to a policy's constructor.
+#[derive(Debug, Clone)]
+pub struct ReplCtx {
+    /// Number of sets.
+    pub sets: usize,
+    /// Ways per set.
+    pub ways: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// Component path of the cache, e.g. `socket0/core1/l2` (seeds random streams).
+    pub component: String,
+    /// Config key path of the policy selection, for errors.
+    pub loc: String,
+}
+
+/// The contract between a cache and its replacement policy.
+///
+/// The cache guarantees:
+/// - invalid ways are filled before a victim is asked for, so `victim` is
+///   only called on a set whose ways are all valid, and at least one of them
+///   is evictable (if none is, the cache does not fill and never asks);
+/// - `on_fill` follows every fill, `on_evict` precedes every removal of a
+///   valid line (eviction, invalidation, flush);
+/// - `on_hit` is called for hits that use the line (demand accesses and page
+///   walks; store hits only when `store_hit_updates_replacement` is on), but
+///   not for write-backs from the level above, which only set the dirty bit
+///   (as ChampSim does: a write-back says nothing about future reuse).
+pub trait Replacement {
+    /// A lookup hit `t.way` of `t.set`.
+    fn on_hit(&mut self, t: &Touch);
+
+    /// A line was just placed in `t.way` of `t.set`.
+    fn on_fill(&mut self, t: &Touch);
+
+    /// Choose the way to evict from a full set. Must return an evictable way.
+    fn victim(&mut self, q: &VictimQuery) -> usize;
+
+    /// A demand lookup missed in `t.set` (`t.way` is meaningless). Set-dueling
+    /// policies update their selector here. Optional.
+    fn on_miss(&mut self, _t: &Touch) {}
+
+    /// The valid line in `t.way` of `t.set` is about to leave the cache.
+    /// Optional.
+    fn on_evict(&mut self, _t: &Touch) {}
+}
+
+/// Declares the registered policies: the config enum (via
+/// [`register!`](crate::register)), the enum of instances, and the
+/// dispatching [`Replacement`] impl. One line per policy.
+macro_rules! policies {
+    ($($name:literal => $variant:ident($policy:ty, $params:ty)),+ $(,)?) => {
+        crate::register! {
+            /// A replacement policy selection: `{ kind = "lru" }`.
+            family "replacement policy", ReplacementConfig,
+            fn build(&self, ctx: &ReplCtx) -> Result<Policy>;
+            $($name => $variant($params)),+
+        }
+
+        /// A constructed policy.
+        #[derive(Debug, Clone)]
+        pub enum Policy {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $variant($policy)
+            ),+
+        }
+
+        impl Replacement for Policy {
+            #[inline(always)]
+            fn on_hit(&mut self, t: &Touch) {
+                match self { $(Policy::$variant(p) => p.on_hit(t)),+ }
+            }
+            #[inline(always)]
+            fn on_fill(&mut self, t: &Touch) {
+                match self { $(Policy::$variant(p) => p.on_fill(t)),+ }
+            }
+            #[inline(always)]
+            fn victim(&mut self, q: &VictimQuery) -> usize {
+                match self { $(Policy::$variant(p) => p.victim(q)),+ }
+            }
+            #[inline(always)]
+            fn on_miss(&mut self, t: &Touch) {
+                match self { $(Policy::$variant(p) => p.on_miss(t)),+ }
+            }
+            #[inline(always)]
+            fn on_evict(&mut self, t: &Touch) {
+                match self { $(Policy::$variant(p) => p.on_evict(t)),+ }
+            }
+        }
+    };
+}
+
+policies! {
+    "lru" => Lru(lru::Lru, lru::LruParams),
+    "fifo" => Fifo(fifo::Fifo, fifo::FifoParams),
+    "random" => Random(random::Random, random::RandomParams),
+    "plru" => Plru(plru::Plru, plru::PlruParams),
+}
+
+/// The evictable way with the smallest key (ties to the lowest way), for
+/// policies that order lines by a stamp.
+#[inline]
+pub(crate) fn min_evictable(keys: &[u64], q: &VictimQuery) -> usize {
+    let mut best = usize::MAX;
+    let mut best_key = u64::MAX;
+    for (way, &key) in keys.iter().enumerate() {
+        if key < best_key && q.evictable(way) {
+            best = way;
+            best_key = key;
+        }
+    }
+    debug_assert!(
+        best != usize::MAX,
+        "victim asked for a set with no evictable way"
+    );
+    best
+}
+
+#[cfg(test)]
+pub(crate) mod conformance {
+    //! Checks every registered policy must pass.
+    use super::*;
+    use crate::config::PluginConfig;
+
+    pub fn ctx(sets: usize, ways: usize) -> ReplCtx {
+        ReplCtx {
+            sets,
+            ways,
+            seed: 1,
+            component: "test/cache".into(),
+            loc: "machine.l1d.replacement".into(),
+        }
+    }
+
+    pub fn touch(set: usize, way: usize) -> Touch {
+        Touch {
+            set,
+            way,
+            pc: VirtAddr(0),
+            req: ReqKind::Load,
+            task: TaskId(0),
+        }
+    }
+
+    #[test]
+    fn every_policy_builds_with_defaults_and_rejects_unknown_params() {
+        for name in ReplacementConfig::NAMES {
+            let cfg =
+                ReplacementConfig::parse(&PluginConfig::named(name), "machine.l1d.replacement")
+                    .unwrap();
+            assert_eq!(cfg.kind(), *name);
+            cfg.build(&ctx(4, 8)).unwrap();
+            let raw = PluginConfig {
+                kind: name.to_string(),
+                params: serde_json::json!({"bogus": 1}),
+            };
+            match ReplacementConfig::parse(&raw, "machine.l1d.replacement") {
+                Err(crate::Error::Config(issues)) => {
+                    assert_eq!(issues[0].loc, "machine.l1d.replacement.params.bogus");
+                    assert_eq!(issues[0].code, "unknown_field");
+                }
+                other => panic!("{name}: expected an unknown-field error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_policy_lists_the_registered_names() {
+        let err =
+            ReplacementConfig::parse(&PluginConfig::named("belady"), "machine.l2.replacement")
+                .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("machine.l2.replacement.kind"), "{text}");
+        assert!(text.contains("lru, fifo, random, plru"), "{text}");
+    }
+
+    #[test]
+    fn every_policy_returns_only_evictable_ways() {
+        for name in ReplacementConfig::NAMES {
+            let mut p = ReplacementConfig::parse(&PluginConfig::named(name), "r")
+                .unwrap()
+                .build(&ctx(2, 8))
+                .unwrap();
+            for way in 0..8 {
+                p.on_fill(&touch(1, way));
+            }
+            let mut locked = [true; 8];
+            for free in 0..8 {
+                locked[free] = false;
+                for _ in 0..20 {
+                    let q = VictimQuery {
+                        set: 1,
+                        pc: VirtAddr(0),
+                        req: ReqKind::Load,
+                        task: TaskId(0),
+                        locked: Some(&locked),
+                    };
+                    let v = p.victim(&q);
+                    assert!(
+                        v <= free,
+                        "{name} chose locked way {v} with ways 0..={free} free"
+                    );
+                    p.on_evict(&touch(1, v));
+                    p.on_fill(&touch(1, v));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! Translation lookaside buffers: set-associative, asid-tagged.
+//!
+//! Each core has an L1 data TLB, optionally an L1 instruction TLB, and
+//! optionally a second-level TLB shared by both. Entries are tagged with the
+//! address-space id so that a context switch need not flush them; flushes of
+//! everything or of one asid are explicit operations that schedulers and
+//! mechanisms call.
+
+use serde::{Deserialize, Serialize};
+
+use super::cache::SetIndex;
+use super::replacement::{
+    Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery,
+};
+use crate::config::PluginConfig;
+use crate::error::{Issues, Result};
+use crate::types::{Asid, TaskId, VirtAddr};
+
+const INVALID: u64 = u64::MAX;
+/// Bits of a TLB key below the asid: virtual page numbers of 64-bit
+/// addresses with pages of at least 4 KiB fit in 52 bits.
+const VPN_BITS: u32 = 52;
+/// Largest asid a TLB key can hold.
+pub const MAX_ASID: u32 = (1 << (64 - VPN_BITS)) - 2;
+
+/// One TLB level's geometry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlbLevelParams {
+    /// Number of entries.
+    pub entries: u32,
+    /// Associativity (`entries` for a fully associative TLB).
+    pub ways: u32,
+    /// Cycles a translation served by this level costs.
+    pub latency_cycles: u32,
+    /// Replacement policy.
+    pub replacement: PluginConfig,
+}
+
+impl Default for TlbLevelParams {
+    fn default() -> Self {
+        TlbLevelParams {
+            entries: 64,
+            ways: 4,
+            latency_cycles: 0,
+            replacement: PluginConfig::named("lru"),
+        }
+    }
+}
+
+impl TlbLevelParams {
+    /// Check the geometry, recording problems under `loc`.
+    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+        if self.ways == 0 || self.entries == 0 || self.entries % self.ways != 0 {
+            issues.push(
+                format!("{loc}.entries"),
+                "invalid_geometry",
+                format!(
+                    "{} entries cannot be split into sets of {} ways",
+                    self.entries, self.ways
+                ),
+            );
+        }
+    }
+}
+
+/// How a TLB miss in the last level is resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WalkModel {
+    /// A fixed penalty of `walk_latency_cycles`.
+    #[default]
+    Fixed,
+    /// A radix walk (4 levels for 4 KiB pages, 3 for 2 MiB) whose page-table
+    /// entry reads go through the core's data caches; `walk_latency_cycles`
+    /// is added on top.
+    Radix,
+}
+
+/// The TLBs of every core (`machine.tlb`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlbParams {
+    /// L1 data TLB.
+    pub l1d: TlbLevelParams,
+    /// L1 instruction TLB; without it instruction fetches use the data TLB.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub l1i: Option<TlbLevelParams>,
+    /// Second-level TLB shared by instruction and data translations.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub l2: Option<TlbLevelParams>,
+    /// Fixed or radix page walks.
+    pub walk: WalkModel,
+    /// Fixed walk penalty (whole walk for `fixed`, overhead for `radix`).
+    pub walk_latency_cycles: u32,
+    /// Put L1 victims into the L2 TLB (which is then filled by walks and by
+    /// victims), as in the TLB-preservation study's simulator.
+    pub l2_victim_fill: bool,
+}
+
+impl Default for TlbParams {
+    fn default() -> Self {
+        TlbParams {
+            l1d: TlbLevelParams::default(),
+            l1i: None,
+            l2: Some(TlbLevelParams {
+                entries: 1536,
+                ways: 12,
+                latency_cycles: 7,
+                ..TlbLevelParams::default()
+            }),
+            walk: WalkModel::Fixed,
+            walk_latency_cycles: 30,
+            l2_victim_fill: false,
+        }
+    }
+}
+
+impl TlbParams {
+    /// Check every level, recording problems under `loc`.
+    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+        self.l1d.validate(&format!("{loc}.l1d"), issues);
+        if let Some(l1i) = &self.l1i {
+            l1i.validate(&format!("{loc}.l1i"), issues);
+        }
+        if let Some(l2) = &self.l2 {
+            l2.validate(&format!("{loc}.l2"), issues);
+        }
+        issues.check(
+            !self.l2_victim_fill || self.l2.is_some(),
+            format!("{loc}.l2_victim_fill"),
+            "invalid_value",
+            "needs an l2 TLB",
+        );
+    }
+}
+
+/// Counters of one TLB.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TlbStats {
+    /// Lookups that found the translation.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Entries evicted to make room.
+    pub evictions: u64,
+    /// Entries removed by flushes.
+    pub flushed: u64,
+}
+
+/// The key of a translation: asid above the virtual page number.
+#[inline(always)]
+pub fn key(asid: Asid, vpn: u64) -> u64 {
+    ((asid.0 as u64) << VPN_BITS) | vpn
+}
+
+/// One TLB array. Entries map a key (asid, virtual page) to a physical frame.
+#[derive(Debug, Clone)]
+pub struct Tlb {
+    /// Component path, e.g. `socket0/core0/dtlb`.
+    pub path: String,
+    ways: usize,
+    index: SetIndex,
+    tags: Vec<u64>,
+    frames: Vec<u64>,
+    policy: Policy,
+    /// Cycles a translation served here costs.
+    pub latency_cycles: u32,
+    /// Counters.
+    pub stats: TlbStats,
+}
+
+impl Tlb {
+    /// Build from validated params.
+    pub fn new(params: &TlbLevelParams, seed: u64, component: &str, loc: &str) -> Result<Tlb> {
+        let ways = params.ways as usize;
+        let sets = params.entries as usize / ways;
+        let repl_loc = format!("{loc}.replacement");
+        let policy = ReplacementConfig::parse(&params.replacement, &repl_loc)?.build(&ReplCtx {
+            sets,
+            ways,
+            seed,
+            component: component.to_string(),
+            loc: repl_loc.clone(),
+        })?;
+        Ok(Tlb {
+            path: component.to_string(),
+            ways,
+            index: SetIndex::new(sets),
+            tags: vec![INVALID; sets * ways],
+            frames: vec![0; sets * ways],
+            policy,
+            latency_cycles: params.latency_cycles,
+            stats: TlbStats::default(),
+        })
+    }
+
+    #[inline(always)]
+    fn set_of(&self, key: u64) -> usize {
+        // The asid sits above bit 52; index by the page number alone (VPN mod sets).
+        self.index.of(key & ((1 << VPN_BITS) - 1))
+    }
+
+    #[inline(always)]
+    fn touch(&self, slot: usize) -> Touch {
+        Touch {
+            set: slot / self.ways,
+            way: slot % self.ways,
+            pc: VirtAddr(0),
+            req: ReqKind::Load,
+            task: TaskId::NONE,
+        }
+    }
+
+    /// Look up a key; on a hit update the replacement state and return the frame.
+    #[inline(always)]
+    pub fn lookup(&mut self, key: u64) -> Option<u64> {
+        let base = self.set_of(key) * self.ways;
+        match self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == key)
+        {
+            Some(way) => {
+                self.stats.hits += 1;
+                let t = self.touch(base + way);
+                self.policy.on_hit(&t);
+                Some(self.frames[base + way])
+            }
+            None => {
+                self.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Whether a key is present, without touching any state.
+    pub fn probe(&self, key: u64) -> bool {
+        let base = self.set_of(key) * self.ways;
+        self.tags[base..base + self.ways].contains(&key)
+    }
+
+    /// Insert a translation (which must not be present); returns the evicted
+    /// entry as (key, frame).
+    pub fn insert(&mut self, key: u64, frame: u64) -> Option<(u64, u64)> {
+        let set = self.set_of(key);
+        let base = set * self.ways;
+        let (slot, evicted) = match self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == INVALID)
+        {
+            Some(way) => (base + way, None),
+            None => {
+                let q = VictimQuery {
+                    set,
+                    pc: VirtAddr(0),
+                    req: ReqKind::Load,
+                    task: TaskId::NONE,
+                    locked: None,
+                };
+                let slot = base + self.policy.victim(&q);
+                let t = self.touch(slot);
+                self.policy.on_evict(&t);
+                self.stats.evictions += 1;
+                (slot, Some((self.tags[slot], self.frames[slot])))
+            }
+        };
+        self.tags[slot] = key;
+        self.frames[slot] = frame;
+        let t = self.touch(slot);
+        self.policy.on_fill(&t);
+        evicted
+    }
+
+    /// Remove one translation; true if it was present.
+    pub fn remove(&mut self, key: u64) -> bool {
+        let base = self.set_of(key) * self.ways;
+        match self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == key)
+        {
+            Some(way) => {
+                let t = self.touch(base + way);
+                self.policy.on_evict(&t);
+                self.tags[base + way] = INVALID;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remove the entries whose asid matches (`None`: all entries); returns
+    /// how many were removed.
+    pub fn flush(&mut self, asid: Option<Asid>) -> u64 {
+        let mut removed = 0;
+        for slot in 0..self.tags.len() {
+            let tag = self.tags[slot];
+            if tag != INVALID && asid.is_none_or(|a| tag >> VPN_BITS == a.0 as u64) {
+                let t = self.touch(slot);
+                self.policy.on_evict(&t);
+                self.tags[slot] = INVALID;
+                removed += 1;
+            }
+        }
+        self.stats.flushed += removed;
+        removed
+    }
+
+    /// Valid entries as (key, frame), in slot order.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.tags
+            .iter()
+            .zip(&self.frames)
+            .filter(|(&t, _)| t != INVALID)
+            .map(|(&t, &f)| (t, f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tlb(entries: u32, ways: u32) -> Tlb {
+        let p = TlbLevelParams {
+            entries,
+            ways,
+            ..TlbLevelParams::default()
+        };
+        Tlb::new(&p, 1, "test/dtlb", "machine.tlb.l1d").unwrap()
+    }
+
+    #[test]
+    fn asids_keep_translations_apart() {
+        let mut t = tlb(8, 2);
+        t.insert(key(Asid(1), 0x42), 7);
+        assert_eq!(t.lookup(key(Asid(1), 0x42)), Some(7));
+        assert_eq!(t.lookup(key(Asid(2), 0x42)), None);
+        t.insert(key(Asid(2), 0x42), 9);
+        assert_eq!(t.flush(Some(Asid(1))), 1);
+        assert_eq!(t.lookup(key(Asid(1), 0x42)), None);
+        assert_eq!(t.lookup(key(Asid(2), 0x42)), Some(9));
+        assert_eq!(t.flush(None), 1);
+        assert_eq!(t.entries().count(), 0);
+    }
+
+    #[test]
+    fn lru_within_a_set_of_a_twelve_way_tlb() {
+        // 1536 entries, 12 ways: 128 sets; pages 0, 128, 256, ... share set 0.
+        let mut t = tlb(1536, 12);
+        for i in 0..12 {
+            assert!(t.insert(key(Asid(0), i * 128), i).is_none());
+        }
+        t.lookup(key(Asid(0), 0));
+        assert_eq!(
+            t.insert(key(Asid(0), 12 * 128), 12),
+            Some((key(Asid(0), 128), 1))
+        );
+        assert!(t.probe(key(Asid(0), 0)));
+    }
+
+    #[test]
+    fn geometry_errors_name_the_key() {
+        let mut issues = Issues::default();
+        TlbLevelParams {
+            entries: 100,
+            ways: 12,
+            ..TlbLevelParams::default()
+        }
+        .validate("machine.tlb.l2", &mut issues);
+        let text = issues.finish().unwrap_err().to_string();
+        assert!(
+            text.contains(
+                "machine.tlb.l2.entries: 100 entries cannot be split into sets of 12 ways"
+            ),
+            "{text}"
+        );
+    }
+}

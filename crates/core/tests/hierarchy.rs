@@ -1,0 +1,473 @@
+//! Machine-level checks of the memory hierarchy against independent models
+//! and invariants: a list-per-set reference hierarchy, inclusion and
+//! exclusion, counter identities, TLBs, page walks and flushes.
+
+use cachesched_core::config::{self, ByteSize, PluginConfig};
+use cachesched_core::mem::cache::{CacheParams, Inclusion, Scope};
+use cachesched_core::mem::machine::{Machine, MachineParams};
+use cachesched_core::mem::page_table::FrameAllocation;
+use cachesched_core::mem::replacement::ReqKind;
+use cachesched_core::mem::tlb::{TlbLevelParams, TlbParams, WalkModel};
+use cachesched_core::stats::Level;
+use cachesched_core::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
+use proptest::prelude::*;
+
+fn level(size: u64, ways: u32, latency: u32) -> CacheParams {
+    CacheParams {
+        size_bytes: ByteSize(size),
+        ways,
+        latency_cycles: latency,
+        ..CacheParams::default()
+    }
+}
+
+/// One core, identity mapping, no TLB: physical address = virtual address.
+fn flat(levels: usize) -> MachineParams {
+    let mut m = MachineParams {
+        tlb: None,
+        ..MachineParams::default()
+    };
+    m.memory.frame_allocation = FrameAllocation::Identity;
+    m.l1d = level(512, 2, 1);
+    m.l2 = (levels >= 2).then(|| level(2048, 4, 10));
+    m.llc = (levels >= 3).then(|| level(8192, 4, 30));
+    m
+}
+
+fn access(kind: AccessKind, addr: u64) -> Access {
+    Access {
+        addr: VirtAddr(addr),
+        pc: VirtAddr(0x400000),
+        instrs: 1,
+        size: 8,
+        kind,
+    }
+}
+
+/// The reference: per level, per set, a list of (line, dirty) from most to
+/// least recently used; write-back, write-allocate L1; dirty victims are
+/// written to the next level, which allocates them without a fetch.
+struct Reference {
+    levels: Vec<Vec<Vec<(u64, bool)>>>,
+    ways: Vec<usize>,
+    store_hit_updates: bool,
+    hits: Vec<u64>,
+    misses: Vec<u64>,
+    writeback_hits: Vec<u64>,
+    writeback_misses: Vec<u64>,
+    memory_writes: u64,
+}
+
+impl Reference {
+    fn new(geometry: &[(usize, usize)], store_hit_updates: bool) -> Reference {
+        let n = geometry.len();
+        Reference {
+            levels: geometry
+                .iter()
+                .map(|&(sets, _)| vec![Vec::new(); sets])
+                .collect(),
+            ways: geometry.iter().map(|&(_, w)| w).collect(),
+            store_hit_updates,
+            hits: vec![0; n],
+            misses: vec![0; n],
+            writeback_hits: vec![0; n],
+            writeback_misses: vec![0; n],
+            memory_writes: 0,
+        }
+    }
+
+    fn set(&mut self, i: usize, line: u64) -> &mut Vec<(u64, bool)> {
+        let sets = self.levels[i].len() as u64;
+        &mut self.levels[i][(line % sets) as usize]
+    }
+
+    fn insert(&mut self, i: usize, line: u64, dirty: bool) {
+        let ways = self.ways[i];
+        let set = self.set(i, line);
+        set.insert(0, (line, dirty));
+        if set.len() > ways {
+            let (victim, victim_dirty) = set.pop().unwrap();
+            if victim_dirty {
+                self.write(i + 1, victim);
+            }
+        }
+    }
+
+    fn load(&mut self, i: usize, line: u64) {
+        if i == self.levels.len() {
+            return;
+        }
+        let set = self.set(i, line);
+        if let Some(pos) = set.iter().position(|e| e.0 == line) {
+            let e = set.remove(pos);
+            set.insert(0, e);
+            self.hits[i] += 1;
+            return;
+        }
+        self.misses[i] += 1;
+        self.load(i + 1, line);
+        self.insert(i, line, false);
+    }
+
+    fn store(&mut self, line: u64) {
+        let updates = self.store_hit_updates;
+        let set = self.set(0, line);
+        if let Some(pos) = set.iter().position(|e| e.0 == line) {
+            let mut e = set.remove(pos);
+            e.1 = true;
+            set.insert(if updates { 0 } else { pos }, e);
+            self.hits[0] += 1;
+            return;
+        }
+        self.misses[0] += 1;
+        self.load(1, line);
+        self.insert(0, line, true);
+    }
+
+    fn write(&mut self, i: usize, line: u64) {
+        if i == self.levels.len() {
+            self.memory_writes += 1;
+            return;
+        }
+        let set = self.set(i, line);
+        if let Some(e) = set.iter_mut().find(|e| e.0 == line) {
+            e.1 = true;
+            self.writeback_hits[i] += 1;
+            return;
+        }
+        self.writeback_misses[i] += 1;
+        self.insert(i, line, true);
+    }
+}
+
+const LEVEL_PATHS: [&str; 3] = ["socket0/core0/l1d", "socket0/core0/l2", "socket0/llc"];
+
+fn stats(m: &Machine, level: usize) -> &cachesched_core::mem::cache::CacheStats {
+    &m.caches()[m.cache_index(LEVEL_PATHS[level]).unwrap()].stats
+}
+
+fn demand(counts: [u64; 5]) -> u64 {
+    counts[0] + counts[1] + counts[2]
+}
+
+proptest! {
+    #[test]
+    fn non_inclusive_hierarchy_matches_the_list_reference(
+        levels in 1usize..=3,
+        store_hit_updates in any::<bool>(),
+        ops in proptest::collection::vec((any::<bool>(), 0u64..400), 1..600),
+    ) {
+        let mut params = flat(levels);
+        params.l1d.store_hit_updates_replacement = store_hit_updates;
+        let mut m = Machine::new(&params, 1, "machine").unwrap();
+        m.add_tasks(1);
+        let geometry = [(4, 2), (8, 4), (32, 4)];
+        let mut r = Reference::new(&geometry[..levels], store_hit_updates);
+        for &(store, line) in &ops {
+            let kind = if store { AccessKind::Store } else { AccessKind::Load };
+            m.access(CoreId(0), TaskId(0), Asid(0), &access(kind, line * 64 + 8));
+            if store { r.store(line) } else { r.load(0, line) }
+        }
+        for i in 0..levels {
+            let s = stats(&m, i);
+            prop_assert_eq!(demand(s.hits), r.hits[i], "hits at level {}", i);
+            prop_assert_eq!(demand(s.misses), r.misses[i], "misses at level {}", i);
+            prop_assert_eq!(s.hits[ReqKind::Writeback as usize], r.writeback_hits[i], "write-back hits at {}", i);
+            prop_assert_eq!(s.misses[ReqKind::Writeback as usize], r.writeback_misses[i], "write-back misses at {}", i);
+        }
+        prop_assert_eq!(m.node_stats()[0].writes, r.memory_writes);
+        let t = &m.tasks[0];
+        prop_assert_eq!(t.levels[Level::L1d as usize].total_accesses(), ops.len() as u64);
+    }
+
+    #[test]
+    fn inclusive_llc_holds_every_line_of_the_caches_above(
+        ops in proptest::collection::vec((0u32..2, any::<bool>(), 0u64..300), 1..500),
+    ) {
+        let mut params = flat(3);
+        params.cores_per_socket = 2;
+        params.llc = Some(CacheParams { inclusion: Inclusion::Inclusive, ..level(4096, 4, 30) });
+        let mut m = Machine::new(&params, 1, "machine").unwrap();
+        m.add_tasks(2);
+        for &(core, store, line) in &ops {
+            let kind = if store { AccessKind::Store } else { AccessKind::Load };
+            m.access(CoreId(core), TaskId(core), Asid(0), &access(kind, line * 64));
+            let llc = m.caches().iter().position(|c| c.path == "socket0/llc").unwrap();
+            for (i, c) in m.caches().iter().enumerate() {
+                if i != llc {
+                    for l in c.lines() {
+                        prop_assert!(m.caches()[llc].contains(l), "{} holds {:?} but the LLC does not", c.path, l);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exclusive_l2_never_duplicates_the_l1(
+        ops in proptest::collection::vec((any::<bool>(), 0u64..200), 1..500),
+    ) {
+        let mut params = flat(2);
+        params.l2 = Some(CacheParams { inclusion: Inclusion::Exclusive, ..level(2048, 4, 10) });
+        let mut m = Machine::new(&params, 1, "machine").unwrap();
+        m.add_tasks(1);
+        let mut dirty_lines = std::collections::HashSet::new();
+        for &(store, line) in &ops {
+            let kind = if store { AccessKind::Store } else { AccessKind::Load };
+            m.access(CoreId(0), TaskId(0), Asid(0), &access(kind, line * 64));
+            if store { dirty_lines.insert(line); }
+            let (l1, l2) = (&m.caches()[0], &m.caches()[1]);
+            for l in l1.lines() {
+                prop_assert!(!l2.contains(l), "{:?} is in both the L1 and the exclusive L2", l);
+            }
+            // Data is never lost: a line stored to is dirty somewhere or was written to memory.
+            prop_assert!(l1.lines().count() + l2.lines().count() <= 8 + 32);
+        }
+        let writes = m.node_stats()[0].writes;
+        let dirty_in_caches = dirty_lines.iter().filter(|&&l| {
+            m.caches()[0].is_dirty(LineAddr(l)) || m.caches()[1].is_dirty(LineAddr(l))
+        }).count() as u64;
+        prop_assert!(writes + dirty_in_caches >= dirty_lines.len() as u64);
+    }
+}
+
+#[test]
+fn exclusive_l2_serves_l1_victims_and_gives_them_back() {
+    // L1: 4 sets x 2 ways; lines 0, 4, 8 share L1 set 0.
+    let mut params = flat(2);
+    params.l2 = Some(CacheParams {
+        inclusion: Inclusion::Exclusive,
+        ..level(2048, 4, 10)
+    });
+    let mut m = Machine::new(&params, 1, "machine").unwrap();
+    m.add_tasks(1);
+    let load = |m: &mut Machine, line: u64| {
+        m.access(
+            CoreId(0),
+            TaskId(0),
+            Asid(0),
+            &access(AccessKind::Load, line * 64),
+        )
+    };
+    assert_eq!(load(&mut m, 0), 200, "cold: memory");
+    load(&mut m, 4);
+    load(&mut m, 8); // evicts line 0 from the L1 into the L2
+    assert!(m.caches()[1].contains(LineAddr(0)));
+    assert_eq!(load(&mut m, 0), 10, "served by the exclusive L2");
+    assert!(!m.caches()[1].contains(LineAddr(0)), "and moved up");
+    assert!(
+        m.caches()[1].contains(LineAddr(4)),
+        "making room for the L1 victim"
+    );
+}
+
+#[test]
+fn latency_is_that_of_the_serving_level_and_cycles_add_up() {
+    let mut m = Machine::new(&flat(3), 1, "machine").unwrap();
+    m.add_tasks(1);
+    let a = access(AccessKind::Load, 0x1000);
+    assert_eq!(m.access(CoreId(0), TaskId(0), Asid(0), &a), 200);
+    assert_eq!(m.access(CoreId(0), TaskId(0), Asid(0), &a), 1);
+    let t = &m.tasks[0];
+    assert_eq!(t.stall_cycles, 201);
+    assert_eq!(t.cycles, 2.0 + 201.0);
+    assert_eq!(t.levels[Level::L1d as usize].compulsory[0], 1);
+    assert_eq!(t.memory_local, 1);
+}
+
+#[test]
+fn a_reference_across_a_line_boundary_touches_both_lines() {
+    let mut m = Machine::new(&flat(1), 1, "machine").unwrap();
+    m.add_tasks(1);
+    let a = Access {
+        size: 8,
+        ..access(AccessKind::Load, 60)
+    };
+    m.access(CoreId(0), TaskId(0), Asid(0), &a);
+    assert!(m.caches()[0].contains(LineAddr(0)) && m.caches()[0].contains(LineAddr(1)));
+    assert_eq!(m.tasks[0].levels[Level::L1d as usize].misses[0], 2);
+    assert_eq!(m.tasks[0].accesses, 1);
+}
+
+#[test]
+fn write_through_no_allocate_sends_stores_down() {
+    let mut params = flat(2);
+    params.l1d.write_policy = cachesched_core::mem::cache::WritePolicy::WriteThrough;
+    params.l1d.write_allocate = false;
+    let mut m = Machine::new(&params, 1, "machine").unwrap();
+    m.add_tasks(1);
+    m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Store, 0));
+    assert!(
+        !m.caches()[0].contains(LineAddr(0)),
+        "no allocation in the L1"
+    );
+    assert!(m.caches()[1].is_dirty(LineAddr(0)), "the L2 took the write");
+    m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, 0));
+    m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Store, 0));
+    assert!(
+        !m.caches()[0].is_dirty(LineAddr(0)),
+        "a write-through L1 stays clean"
+    );
+    assert_eq!(m.caches()[1].stats.hits[ReqKind::Writeback as usize], 1);
+}
+
+fn with_tlb(walk: WalkModel) -> MachineParams {
+    let mut m = flat(3);
+    m.l1d = level(32 << 10, 8, 1);
+    m.memory.frame_allocation = FrameAllocation::Sequential;
+    m.tlb = Some(TlbParams {
+        l1d: TlbLevelParams {
+            entries: 4,
+            ways: 2,
+            latency_cycles: 0,
+            replacement: PluginConfig::named("lru"),
+        },
+        l1i: None,
+        l2: Some(TlbLevelParams {
+            entries: 16,
+            ways: 4,
+            latency_cycles: 5,
+            replacement: PluginConfig::named("lru"),
+        }),
+        walk,
+        walk_latency_cycles: 30,
+        l2_victim_fill: false,
+    });
+    m
+}
+
+#[test]
+fn tlb_levels_and_fixed_walks() {
+    let mut m = Machine::new(&with_tlb(WalkModel::Fixed), 1, "machine").unwrap();
+    m.add_tasks(1);
+    let page = |m: &mut Machine, p: u64| {
+        m.access(
+            CoreId(0),
+            TaskId(0),
+            Asid(0),
+            &access(AccessKind::Load, p << 12),
+        )
+    };
+    assert_eq!(page(&mut m, 0), 30 + 200, "walk + memory");
+    assert_eq!(page(&mut m, 0), 1, "L1 TLB hit, L1D hit");
+    for p in 1..=8 {
+        page(&mut m, p);
+    }
+    // Pages 0, 2, 4, 6, 8 share L1 TLB set 0 (2 ways): page 0 is gone from
+    // the L1 TLB but still in the 16-entry L2 TLB.
+    let before = m.tasks[0].tlb;
+    page(&mut m, 0);
+    let after = m.tasks[0].tlb;
+    assert_eq!(after.l2_hits, before.l2_hits + 1);
+    assert_eq!(after.walks, before.walks);
+    assert_eq!(after.walks, 9, "one walk per distinct page");
+    assert_eq!(after.walk_cycles, 9 * 30);
+}
+
+#[test]
+fn radix_walks_read_page_table_entries_through_the_data_caches() {
+    let mut m = Machine::new(&with_tlb(WalkModel::Radix), 1, "machine").unwrap();
+    m.add_tasks(1);
+    let cost = m.access(
+        CoreId(0),
+        TaskId(0),
+        Asid(0),
+        &access(AccessKind::Load, 0x7000_0000),
+    );
+    // Four entry reads, all cold: 4 x 200 from memory, + 30 overhead + the data from memory.
+    assert_eq!(cost, 4 * 200 + 30 + 200);
+    assert_eq!(stats(&m, 0).misses[ReqKind::Walk as usize], 4);
+    // The neighbouring page shares the upper three tables and the last table's line.
+    let cost = m.access(
+        CoreId(0),
+        TaskId(0),
+        Asid(0),
+        &access(AccessKind::Load, 0x7000_1000),
+    );
+    assert_eq!(cost, 4 + 30 + 200);
+    assert_eq!(m.tasks[0].tlb.walk_cycles, (4 * 200 + 30) + (4 + 30));
+    assert_eq!(
+        m.tasks[0].levels[Level::L1d as usize].total_accesses(),
+        2,
+        "walks are not demand accesses"
+    );
+}
+
+#[test]
+fn flushes_write_dirty_lines_down_and_invalidations_drop_them() {
+    let mut m = Machine::new(&flat(2), 1, "machine").unwrap();
+    m.add_tasks(2);
+    m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Store, 0));
+    m.access(CoreId(0), TaskId(1), Asid(1), &access(AccessKind::Load, 64));
+    m.flush_core(CoreId(0), Scope::Task(TaskId(1)), true);
+    assert!(m.caches()[0].contains(LineAddr(0)) && !m.caches()[0].contains(LineAddr(1)));
+    assert!(
+        !m.caches()[1].contains(LineAddr(1)),
+        "the L2 is flushed too"
+    );
+    m.flush_core(CoreId(0), Scope::Line(LineAddr(0)), true);
+    assert!(m.caches()[0].lines().next().is_none());
+    assert_eq!(
+        m.node_stats()[0].writes,
+        1,
+        "the dirty line reached memory through the L2 flush"
+    );
+
+    m.access(
+        CoreId(0),
+        TaskId(0),
+        Asid(0),
+        &access(AccessKind::Store, 128),
+    );
+    m.flush_core(CoreId(0), Scope::All, false);
+    assert_eq!(
+        m.node_stats()[0].writes,
+        1,
+        "an invalidation drops dirty data"
+    );
+}
+
+#[test]
+fn config_errors_for_impossible_machines() {
+    let err = config::from_json_str(
+        r#"{"machine": {"l1d": {"line_bytes": 64}, "l2": {"line_bytes": 128}, "memory": {"frame_allocation": "identity", "nodes": 2}},
+            "workload": {"kind": "stream"}}"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("machine.l2.line_bytes: all cache levels must share one line size"),
+        "{err}"
+    );
+    assert!(
+        err.contains("machine.memory.frame_allocation: identity mapping needs a single NUMA node"),
+        "{err}"
+    );
+}
+
+#[test]
+fn numa_latency_depends_on_the_home_node() {
+    let mut params = flat(1);
+    params.sockets = 2;
+    params.memory.frame_allocation = FrameAllocation::Sequential;
+    params.memory.node_bytes = ByteSize(1 << 30);
+    params.memory.remote_latency_cycles = Some(300);
+    let mut m = Machine::new(&params, 1, "machine").unwrap();
+    m.add_tasks(2);
+    let a = access(AccessKind::Load, 0x5000);
+    assert_eq!(
+        m.access(CoreId(0), TaskId(0), Asid(0), &a),
+        200,
+        "first touch on node 0"
+    );
+    assert_eq!(
+        m.access(CoreId(1), TaskId(1), Asid(0), &a),
+        300,
+        "read from socket 1: remote"
+    );
+    assert_eq!(m.tasks[1].memory_remote, 1);
+    assert_eq!(
+        m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(),
+        vec![2, 0]
+    );
+}

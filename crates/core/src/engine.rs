@@ -41,18 +41,9 @@ impl Engine {
         let seed = config.config.seed;
         let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
         machine.add_tasks(1);
-        let ctx = WorkloadCtx {
-            seed,
-            component: "task0".into(),
-            loc: "workload".into(),
-            base_dir,
-        };
+        let ctx = WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir };
         let workload = config.workload.build(&ctx)?;
-        Ok(Engine {
-            config,
-            machine,
-            workload,
-        })
+        Ok(Engine { config, machine, workload })
     }
 
     /// The machine, for inspection.
@@ -78,8 +69,7 @@ impl Engine {
         let mut next_report = PROGRESS_EVERY;
         let mut warm = warmup == 0;
         loop {
-            let want =
-                limit.map_or(buf.len() as u64, |l| (l - done).min(buf.len() as u64)) as usize;
+            let want = limit.map_or(buf.len() as u64, |l| (l - done).min(buf.len() as u64)) as usize;
             if want == 0 {
                 break;
             }
@@ -110,10 +100,7 @@ impl Engine {
             }
         }
         self.check_machine()?;
-        progress(Progress {
-            done,
-            total: Some(done),
-        })?;
+        progress(Progress { done, total: Some(done) })?;
         if !warm {
             // The workload ended inside the warm-up: nothing was measured.
             self.machine.reset_task_stats();
@@ -124,8 +111,7 @@ impl Engine {
     fn check_machine(&self) -> Result<()> {
         if self.machine.memory_exhausted() {
             return Err(Error::Simulation(
-                "physical memory exhausted on every NUMA node: raise machine.memory.node_bytes"
-                    .into(),
+                "physical memory exhausted on every NUMA node: raise machine.memory.node_bytes".into(),
             ));
         }
         Ok(())
@@ -140,21 +126,13 @@ impl Engine {
             .map(|(i, s)| TaskResult {
                 task: i as u32,
                 name: format!("task{i}"),
-                cpi: if s.instructions > 0 {
-                    s.cycles / s.instructions as f64
-                } else {
-                    0.0
-                },
+                cpi: if s.instructions > 0 { s.cycles / s.instructions as f64 } else { 0.0 },
                 stats: s.clone(),
             })
             .collect();
         let accesses: u64 = tasks.iter().map(|t| t.stats.accesses).sum();
         let instructions: u64 = tasks.iter().map(|t| t.stats.instructions).sum();
-        let cycles = tasks
-            .iter()
-            .map(|t| t.stats.cycles)
-            .fold(0.0, f64::max)
-            .round() as u64;
+        let cycles = tasks.iter().map(|t| t.stats.cycles).fold(0.0, f64::max).round() as u64;
         Results {
             version: env!("CARGO_PKG_VERSION"),
             config: self.config.to_json(),
@@ -162,11 +140,7 @@ impl Engine {
                 accesses,
                 instructions,
                 cycles,
-                cpi: if instructions > 0 {
-                    cycles as f64 / instructions as f64
-                } else {
-                    0.0
-                },
+                cpi: if instructions > 0 { cycles as f64 / instructions as f64 } else { 0.0 },
                 warmup_accesses,
                 wall_seconds,
                 accesses_per_second: if wall_seconds > 0.0 {
@@ -180,20 +154,9 @@ impl Engine {
                 .caches()
                 .iter()
                 .zip(m.cache_levels())
-                .map(|(c, &level)| CacheResult {
-                    path: c.path.clone(),
-                    level,
-                    stats: c.stats.clone(),
-                })
+                .map(|(c, &level)| CacheResult { path: c.path.clone(), level, stats: c.stats.clone() })
                 .collect(),
-            tlbs: m
-                .tlbs()
-                .iter()
-                .map(|t| TlbResult {
-                    path: t.path.clone(),
-                    stats: t.stats.clone(),
-                })
-                .collect(),
+            tlbs: m.tlbs().iter().map(|t| TlbResult { path: t.path.clone(), stats: t.stats.clone() }).collect(),
             memory: m.node_stats(),
         }
     }

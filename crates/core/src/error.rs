@@ -49,16 +49,9 @@ pub enum Error {
     /// The configuration is malformed or describes an impossible setup.
     Config(Vec<ConfigIssue>),
     /// A trace could not be opened, read or decoded.
-    Trace {
-        path: String,
-        pos: TracePos,
-        message: String,
-    },
+    Trace { path: String, pos: TracePos, message: String },
     /// An I/O failure outside trace reading (e.g. writing output).
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     /// The simulation could not continue (e.g. a callback asked to stop).
     Simulation(String),
 }
@@ -66,28 +59,17 @@ pub enum Error {
 impl Error {
     /// A configuration error with a single issue.
     pub fn config(loc: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        Error::Config(vec![ConfigIssue {
-            loc: loc.into(),
-            code,
-            message: message.into(),
-        }])
+        Error::Config(vec![ConfigIssue { loc: loc.into(), code, message: message.into() }])
     }
 
     /// A trace error at a position in `path`.
     pub fn trace(path: impl Into<String>, pos: TracePos, message: impl Into<String>) -> Self {
-        Error::Trace {
-            path: path.into(),
-            pos,
-            message: message.into(),
-        }
+        Error::Trace { path: path.into(), pos, message: message.into() }
     }
 
     /// An I/O error while touching `path`.
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 
     /// Prefix every config issue's location with `prefix` (used when a
@@ -123,11 +105,7 @@ impl fmt::Display for Error {
         match self {
             Error::Config(issues) => {
                 let n = issues.len();
-                write!(
-                    f,
-                    "{n} configuration error{}",
-                    if n == 1 { "" } else { "s" }
-                )?;
+                write!(f, "{n} configuration error{}", if n == 1 { "" } else { "s" })?;
                 for issue in issues {
                     write!(f, "\n  {issue}")?;
                 }
@@ -176,13 +154,7 @@ pub struct Issues(Vec<ConfigIssue>);
 
 impl Issues {
     /// Record a problem at `loc` unless `ok`.
-    pub fn check(
-        &mut self,
-        ok: bool,
-        loc: impl Into<String>,
-        code: &'static str,
-        message: impl Into<String>,
-    ) {
+    pub fn check(&mut self, ok: bool, loc: impl Into<String>, code: &'static str, message: impl Into<String>) {
         if !ok {
             self.push(loc, code, message);
         }
@@ -190,11 +162,7 @@ impl Issues {
 
     /// Record a problem at `loc`.
     pub fn push(&mut self, loc: impl Into<String>, code: &'static str, message: impl Into<String>) {
-        self.0.push(ConfigIssue {
-            loc: loc.into(),
-            code,
-            message: message.into(),
-        });
+        self.0.push(ConfigIssue { loc: loc.into(), code, message: message.into() });
     }
 
     /// Keep the issues of a nested result, if it failed with config issues.

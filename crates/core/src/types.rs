@@ -119,20 +119,11 @@ pub struct Access {
 impl Access {
     /// A load of `size` bytes at `addr` with no pc, one instruction.
     pub fn load(addr: u64, size: u16) -> Access {
-        Access {
-            addr: VirtAddr(addr),
-            pc: VirtAddr(0),
-            instrs: 1,
-            size,
-            kind: AccessKind::Load,
-        }
+        Access { addr: VirtAddr(addr), pc: VirtAddr(0), instrs: 1, size, kind: AccessKind::Load }
     }
 
     /// A store of `size` bytes at `addr` with no pc, one instruction.
     pub fn store(addr: u64, size: u16) -> Access {
-        Access {
-            kind: AccessKind::Store,
-            ..Access::load(addr, size)
-        }
+        Access { kind: AccessKind::Store, ..Access::load(addr, size) }
     }
 }

@@ -13,20 +13,12 @@ use cachesched_core::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAd
 use proptest::prelude::*;
 
 fn level(size: u64, ways: u32, latency: u32) -> CacheParams {
-    CacheParams {
-        size_bytes: ByteSize(size),
-        ways,
-        latency_cycles: latency,
-        ..CacheParams::default()
-    }
+    CacheParams { size_bytes: ByteSize(size), ways, latency_cycles: latency, ..CacheParams::default() }
 }
 
 /// One core, identity mapping, no TLB: physical address = virtual address.
 fn flat(levels: usize) -> MachineParams {
-    let mut m = MachineParams {
-        tlb: None,
-        ..MachineParams::default()
-    };
+    let mut m = MachineParams { tlb: None, ..MachineParams::default() };
     m.memory.frame_allocation = FrameAllocation::Identity;
     m.l1d = level(512, 2, 1);
     m.l2 = (levels >= 2).then(|| level(2048, 4, 10));
@@ -35,13 +27,7 @@ fn flat(levels: usize) -> MachineParams {
 }
 
 fn access(kind: AccessKind, addr: u64) -> Access {
-    Access {
-        addr: VirtAddr(addr),
-        pc: VirtAddr(0x400000),
-        instrs: 1,
-        size: 8,
-        kind,
-    }
+    Access { addr: VirtAddr(addr), pc: VirtAddr(0x400000), instrs: 1, size: 8, kind }
 }
 
 /// The reference: per level, per set, a list of (line, dirty) from most to
@@ -62,10 +48,7 @@ impl Reference {
     fn new(geometry: &[(usize, usize)], store_hit_updates: bool) -> Reference {
         let n = geometry.len();
         Reference {
-            levels: geometry
-                .iter()
-                .map(|&(sets, _)| vec![Vec::new(); sets])
-                .collect(),
+            levels: geometry.iter().map(|&(sets, _)| vec![Vec::new(); sets]).collect(),
             ways: geometry.iter().map(|&(_, w)| w).collect(),
             store_hit_updates,
             hits: vec![0; n],
@@ -155,7 +138,7 @@ proptest! {
     fn non_inclusive_hierarchy_matches_the_list_reference(
         levels in 1usize..=3,
         store_hit_updates in any::<bool>(),
-        ops in proptest::collection::vec((any::<bool>(), 0u64..400), 1..600),
+        ops in proptest::collection::vec((any::<bool>(), prop_oneof![0u64..400, 0u64..6]), 1..600),
     ) {
         let mut params = flat(levels);
         params.l1d.store_hit_updates_replacement = store_hit_updates;
@@ -231,34 +214,87 @@ proptest! {
     }
 }
 
+/// A two-level TLB reference: lists per set, LRU, both levels filled on a
+/// walk, the L1 refilled from the L2 on an L2 hit.
+struct TlbReference {
+    l1: Vec<Vec<u64>>,
+    l2: Vec<Vec<u64>>,
+    l1_ways: usize,
+    l2_ways: usize,
+    l1_hits: u64,
+    l2_hits: u64,
+    walks: u64,
+}
+
+impl TlbReference {
+    fn touch(sets: &mut [Vec<u64>], ways: usize, page: u64) -> bool {
+        let n = sets.len() as u64;
+        let set = &mut sets[(page % n) as usize];
+        let hit = match set.iter().position(|&p| p == page) {
+            Some(pos) => {
+                set.remove(pos);
+                true
+            }
+            None => false,
+        };
+        set.insert(0, page);
+        set.truncate(ways);
+        hit
+    }
+
+    fn access(&mut self, page: u64) {
+        let n = self.l1.len() as u64;
+        if self.l1[(page % n) as usize].contains(&page) {
+            self.l1_hits += 1;
+            Self::touch(&mut self.l1, self.l1_ways, page);
+            return;
+        }
+        let (w1, w2) = (self.l1_ways, self.l2_ways);
+        if Self::touch(&mut self.l2, w2, page) {
+            self.l2_hits += 1;
+        } else {
+            self.walks += 1;
+        }
+        Self::touch(&mut self.l1, w1, page);
+    }
+}
+
+proptest! {
+    #[test]
+    fn two_level_tlb_matches_the_list_reference(
+        refs in proptest::collection::vec((prop_oneof![0u64..40, 0u64..3], 0u64..64), 1..800),
+    ) {
+        let mut m = Machine::new(&with_tlb(WalkModel::Fixed), 1, "machine").unwrap();
+        m.add_tasks(1);
+        let mut r = TlbReference {
+            l1: vec![Vec::new(); 2], l2: vec![Vec::new(); 4], l1_ways: 2, l2_ways: 4, l1_hits: 0, l2_hits: 0, walks: 0,
+        };
+        for &(page, offset) in &refs {
+            m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, (page << 12) + offset * 64));
+            r.access(page);
+        }
+        let t = m.tasks[0].tlb;
+        prop_assert_eq!((t.l1_hits, t.l2_hits, t.walks), (r.l1_hits, r.l2_hits, r.walks));
+        prop_assert_eq!(t.l1_hits + t.l1_misses, refs.len() as u64);
+    }
+}
+
 #[test]
 fn exclusive_l2_serves_l1_victims_and_gives_them_back() {
     // L1: 4 sets x 2 ways; lines 0, 4, 8 share L1 set 0.
     let mut params = flat(2);
-    params.l2 = Some(CacheParams {
-        inclusion: Inclusion::Exclusive,
-        ..level(2048, 4, 10)
-    });
+    params.l2 = Some(CacheParams { inclusion: Inclusion::Exclusive, ..level(2048, 4, 10) });
     let mut m = Machine::new(&params, 1, "machine").unwrap();
     m.add_tasks(1);
-    let load = |m: &mut Machine, line: u64| {
-        m.access(
-            CoreId(0),
-            TaskId(0),
-            Asid(0),
-            &access(AccessKind::Load, line * 64),
-        )
-    };
+    let load =
+        |m: &mut Machine, line: u64| m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, line * 64));
     assert_eq!(load(&mut m, 0), 200, "cold: memory");
     load(&mut m, 4);
     load(&mut m, 8); // evicts line 0 from the L1 into the L2
     assert!(m.caches()[1].contains(LineAddr(0)));
     assert_eq!(load(&mut m, 0), 10, "served by the exclusive L2");
     assert!(!m.caches()[1].contains(LineAddr(0)), "and moved up");
-    assert!(
-        m.caches()[1].contains(LineAddr(4)),
-        "making room for the L1 victim"
-    );
+    assert!(m.caches()[1].contains(LineAddr(4)), "making room for the L1 victim");
 }
 
 #[test]
@@ -279,10 +315,7 @@ fn latency_is_that_of_the_serving_level_and_cycles_add_up() {
 fn a_reference_across_a_line_boundary_touches_both_lines() {
     let mut m = Machine::new(&flat(1), 1, "machine").unwrap();
     m.add_tasks(1);
-    let a = Access {
-        size: 8,
-        ..access(AccessKind::Load, 60)
-    };
+    let a = Access { size: 8, ..access(AccessKind::Load, 60) };
     m.access(CoreId(0), TaskId(0), Asid(0), &a);
     assert!(m.caches()[0].contains(LineAddr(0)) && m.caches()[0].contains(LineAddr(1)));
     assert_eq!(m.tasks[0].levels[Level::L1d as usize].misses[0], 2);
@@ -297,17 +330,11 @@ fn write_through_no_allocate_sends_stores_down() {
     let mut m = Machine::new(&params, 1, "machine").unwrap();
     m.add_tasks(1);
     m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Store, 0));
-    assert!(
-        !m.caches()[0].contains(LineAddr(0)),
-        "no allocation in the L1"
-    );
+    assert!(!m.caches()[0].contains(LineAddr(0)), "no allocation in the L1");
     assert!(m.caches()[1].is_dirty(LineAddr(0)), "the L2 took the write");
     m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, 0));
     m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Store, 0));
-    assert!(
-        !m.caches()[0].is_dirty(LineAddr(0)),
-        "a write-through L1 stays clean"
-    );
+    assert!(!m.caches()[0].is_dirty(LineAddr(0)), "a write-through L1 stays clean");
     assert_eq!(m.caches()[1].stats.hits[ReqKind::Writeback as usize], 1);
 }
 
@@ -316,19 +343,9 @@ fn with_tlb(walk: WalkModel) -> MachineParams {
     m.l1d = level(32 << 10, 8, 1);
     m.memory.frame_allocation = FrameAllocation::Sequential;
     m.tlb = Some(TlbParams {
-        l1d: TlbLevelParams {
-            entries: 4,
-            ways: 2,
-            latency_cycles: 0,
-            replacement: PluginConfig::named("lru"),
-        },
+        l1d: TlbLevelParams { entries: 4, ways: 2, latency_cycles: 0, replacement: PluginConfig::named("lru") },
         l1i: None,
-        l2: Some(TlbLevelParams {
-            entries: 16,
-            ways: 4,
-            latency_cycles: 5,
-            replacement: PluginConfig::named("lru"),
-        }),
+        l2: Some(TlbLevelParams { entries: 16, ways: 4, latency_cycles: 5, replacement: PluginConfig::named("lru") }),
         walk,
         walk_latency_cycles: 30,
         l2_victim_fill: false,
@@ -340,14 +357,7 @@ fn with_tlb(walk: WalkModel) -> MachineParams {
 fn tlb_levels_and_fixed_walks() {
     let mut m = Machine::new(&with_tlb(WalkModel::Fixed), 1, "machine").unwrap();
     m.add_tasks(1);
-    let page = |m: &mut Machine, p: u64| {
-        m.access(
-            CoreId(0),
-            TaskId(0),
-            Asid(0),
-            &access(AccessKind::Load, p << 12),
-        )
-    };
+    let page = |m: &mut Machine, p: u64| m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, p << 12));
     assert_eq!(page(&mut m, 0), 30 + 200, "walk + memory");
     assert_eq!(page(&mut m, 0), 1, "L1 TLB hit, L1D hit");
     for p in 1..=8 {
@@ -368,29 +378,15 @@ fn tlb_levels_and_fixed_walks() {
 fn radix_walks_read_page_table_entries_through_the_data_caches() {
     let mut m = Machine::new(&with_tlb(WalkModel::Radix), 1, "machine").unwrap();
     m.add_tasks(1);
-    let cost = m.access(
-        CoreId(0),
-        TaskId(0),
-        Asid(0),
-        &access(AccessKind::Load, 0x7000_0000),
-    );
+    let cost = m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, 0x7000_0000));
     // Four entry reads, all cold: 4 x 200 from memory, + 30 overhead + the data from memory.
     assert_eq!(cost, 4 * 200 + 30 + 200);
     assert_eq!(stats(&m, 0).misses[ReqKind::Walk as usize], 4);
     // The neighbouring page shares the upper three tables and the last table's line.
-    let cost = m.access(
-        CoreId(0),
-        TaskId(0),
-        Asid(0),
-        &access(AccessKind::Load, 0x7000_1000),
-    );
+    let cost = m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, 0x7000_1000));
     assert_eq!(cost, 4 + 30 + 200);
     assert_eq!(m.tasks[0].tlb.walk_cycles, (4 * 200 + 30) + (4 + 30));
-    assert_eq!(
-        m.tasks[0].levels[Level::L1d as usize].total_accesses(),
-        2,
-        "walks are not demand accesses"
-    );
+    assert_eq!(m.tasks[0].levels[Level::L1d as usize].total_accesses(), 2, "walks are not demand accesses");
 }
 
 #[test]
@@ -401,30 +397,14 @@ fn flushes_write_dirty_lines_down_and_invalidations_drop_them() {
     m.access(CoreId(0), TaskId(1), Asid(1), &access(AccessKind::Load, 64));
     m.flush_core(CoreId(0), Scope::Task(TaskId(1)), true);
     assert!(m.caches()[0].contains(LineAddr(0)) && !m.caches()[0].contains(LineAddr(1)));
-    assert!(
-        !m.caches()[1].contains(LineAddr(1)),
-        "the L2 is flushed too"
-    );
+    assert!(!m.caches()[1].contains(LineAddr(1)), "the L2 is flushed too");
     m.flush_core(CoreId(0), Scope::Line(LineAddr(0)), true);
     assert!(m.caches()[0].lines().next().is_none());
-    assert_eq!(
-        m.node_stats()[0].writes,
-        1,
-        "the dirty line reached memory through the L2 flush"
-    );
+    assert_eq!(m.node_stats()[0].writes, 1, "the dirty line reached memory through the L2 flush");
 
-    m.access(
-        CoreId(0),
-        TaskId(0),
-        Asid(0),
-        &access(AccessKind::Store, 128),
-    );
+    m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Store, 128));
     m.flush_core(CoreId(0), Scope::All, false);
-    assert_eq!(
-        m.node_stats()[0].writes,
-        1,
-        "an invalidation drops dirty data"
-    );
+    assert_eq!(m.node_stats()[0].writes, 1, "an invalidation drops dirty data");
 }
 
 #[test]
@@ -435,14 +415,8 @@ fn config_errors_for_impossible_machines() {
     )
     .unwrap_err()
     .to_string();
-    assert!(
-        err.contains("machine.l2.line_bytes: all cache levels must share one line size"),
-        "{err}"
-    );
-    assert!(
-        err.contains("machine.memory.frame_allocation: identity mapping needs a single NUMA node"),
-        "{err}"
-    );
+    assert!(err.contains("machine.l2.line_bytes: all cache levels must share one line size"), "{err}");
+    assert!(err.contains("machine.memory.frame_allocation: identity mapping needs a single NUMA node"), "{err}");
 }
 
 #[test]
@@ -455,19 +429,8 @@ fn numa_latency_depends_on_the_home_node() {
     let mut m = Machine::new(&params, 1, "machine").unwrap();
     m.add_tasks(2);
     let a = access(AccessKind::Load, 0x5000);
-    assert_eq!(
-        m.access(CoreId(0), TaskId(0), Asid(0), &a),
-        200,
-        "first touch on node 0"
-    );
-    assert_eq!(
-        m.access(CoreId(1), TaskId(1), Asid(0), &a),
-        300,
-        "read from socket 1: remote"
-    );
+    assert_eq!(m.access(CoreId(0), TaskId(0), Asid(0), &a), 200, "first touch on node 0");
+    assert_eq!(m.access(CoreId(1), TaskId(1), Asid(0), &a), 300, "read from socket 1: remote");
     assert_eq!(m.tasks[1].memory_remote, 1);
-    assert_eq!(
-        m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(),
-        vec![2, 0]
-    );
+    assert_eq!(m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(), vec![2, 0]);
 }

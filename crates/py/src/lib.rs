@@ -1,8 +1,122 @@
-//! Python bindings: module `cachesched._core` (stub).
+//! Python bindings: the private module `cachesched._core`.
+//!
+//! Only conversions live here. Configurations arrive as JSON text and results
+//! leave as JSON text, so the schema has one owner (the core). Every core
+//! error becomes the matching exception class of `cachesched.errors`, and a
+//! panic (a bug) becomes `InternalError` instead of crossing into Python.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use cachesched_core::config::{self, presets as shipped};
+use cachesched_core::engine::{Engine, Progress};
+use cachesched_core::error::Error;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+mod errors;
+mod trace;
+
+use errors::{internal_error, to_py_err};
+
+/// Run `body` and turn a panic into `InternalError`.
+pub(crate) fn guarded<T>(py: Python<'_>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(panic) => Err(internal_error(py, panic)),
+    }
+}
+
+/// Calls a Python progress callback, checking for Ctrl-C; the first Python
+/// error is kept so it can be re-raised once the core has stopped.
+pub(crate) struct Reporter<'a> {
+    callback: Option<&'a Py<PyAny>>,
+    failed: Option<PyErr>,
+}
+
+impl<'a> Reporter<'a> {
+    pub(crate) fn new(callback: Option<&'a Py<PyAny>>) -> Reporter<'a> {
+        Reporter { callback, failed: None }
+    }
+
+    /// Report `done` of `total`; an `Err` asks the core to stop.
+    pub(crate) fn report(&mut self, done: u64, total: Option<u64>) -> Result<(), Error> {
+        let outcome = Python::attach(|py| -> PyResult<()> {
+            py.check_signals()?;
+            if let Some(cb) = self.callback {
+                cb.call1(py, (done, total))?;
+            }
+            Ok(())
+        });
+        outcome.map_err(|e| {
+            self.failed = Some(e);
+            Error::Simulation("stopped by the Python side".into())
+        })
+    }
+
+    /// The Python error to raise instead of `err`, if the stop came from Python.
+    pub(crate) fn finish(self, py: Python<'_>, err: Error) -> PyErr {
+        self.failed.unwrap_or_else(|| to_py_err(py, err))
+    }
+}
+
+/// Simulate a configuration (JSON text); returns the results as JSON text.
+/// `progress(done, total)` is called about every million references.
+#[pyfunction]
+#[pyo3(signature = (config_json, base_dir=None, progress=None))]
+fn simulate(
+    py: Python<'_>,
+    config_json: &str,
+    base_dir: Option<PathBuf>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    guarded(py, || {
+        let config = config::from_json_str(config_json).map_err(|e| to_py_err(py, e))?;
+        let mut engine = Engine::new(config, base_dir).map_err(|e| to_py_err(py, e))?;
+        let mut reporter = Reporter::new(progress.as_ref());
+        let outcome = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| engine.run(&mut |p: Progress| reporter.report(p.done, p.total))))
+        });
+        match outcome {
+            Ok(Ok(results)) => Ok(serde_json::to_string(&results).expect("results serialise to JSON")),
+            Ok(Err(e)) => Err(reporter.finish(py, e)),
+            Err(panic) => Err(internal_error(py, panic)),
+        }
+    })
+}
+
+/// Parse and validate a configuration; returns it resolved (preset applied,
+/// defaults filled in) as JSON text.
+#[pyfunction]
+fn resolve_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    guarded(py, || {
+        let config = config::from_json_str(config_json).map_err(|e| to_py_err(py, e))?;
+        Ok(config.to_json().to_string())
+    })
+}
+
+/// The shipped machine presets: a list of dicts with name, description,
+/// source and the TOML text.
+#[pyfunction]
+fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for (name, description, source) in shipped::describe() {
+        let d = PyDict::new(py);
+        d.set_item("name", name)?;
+        d.set_item("description", description)?;
+        d.set_item("source", source)?;
+        d.set_item("toml", shipped::text(name))?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    trace::register(m)?;
     Ok(())
 }

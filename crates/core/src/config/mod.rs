@@ -39,11 +39,7 @@ pub struct RunParams {
 
 impl Default for RunParams {
     fn default() -> Self {
-        RunParams {
-            max_accesses: None,
-            warmup_accesses: 0,
-            batch: 4096,
-        }
+        RunParams { max_accesses: None, warmup_accesses: 0, batch: 4096 }
     }
 }
 
@@ -65,13 +61,7 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig {
-            name: None,
-            seed: 1,
-            machine: MachineParams::default(),
-            workload: None,
-            run: RunParams::default(),
-        }
+        SimConfig { name: None, seed: 1, machine: MachineParams::default(), workload: None, run: RunParams::default() }
     }
 }
 
@@ -95,26 +85,22 @@ impl ValidConfig {
 
 /// Parse and validate a configuration given as JSON text.
 pub fn from_json_str(text: &str) -> Result<ValidConfig> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Error::config("", "invalid_json", format!("not valid JSON: {e}")))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| Error::config("", "invalid_json", format!("not valid JSON: {e}")))?;
     from_value(value)
 }
 
 /// Parse and validate a configuration given as TOML text.
 pub fn from_toml_str(text: &str) -> Result<ValidConfig> {
-    let value: Value = toml::from_str(text)
-        .map_err(|e| Error::config("", "invalid_toml", format!("not valid TOML: {e}")))?;
+    let value: Value =
+        toml::from_str(text).map_err(|e| Error::config("", "invalid_toml", format!("not valid TOML: {e}")))?;
     from_value(value)
 }
 
 /// Parse and validate a configuration given as a JSON value.
 pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     if !value.is_object() {
-        return Err(Error::config(
-            "",
-            "invalid_type",
-            "a configuration is a table of keys",
-        ));
+        return Err(Error::config("", "invalid_type", "a configuration is a table of keys"));
     }
     resolve_machine_preset(&mut value)?;
     let config: SimConfig = parse_at(&value, "")?;
@@ -123,34 +109,19 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     let workload = match &config.workload {
         Some(raw) => issues.absorb(WorkloadConfig::parse(raw, "workload")),
         None => {
-            issues.push(
-                "workload",
-                "missing_field",
-                "missing the workload: add a [workload] table with a kind",
-            );
+            issues.push("workload", "missing_field", "missing the workload: add a [workload] table with a kind");
             None
         }
     };
-    issues.check(
-        config.run.batch >= 1,
-        "run.batch",
-        "out_of_range",
-        "expected at least 1",
-    );
+    issues.check(config.run.batch >= 1, "run.batch", "out_of_range", "expected at least 1");
     issues.finish()?;
-    Ok(ValidConfig {
-        config,
-        workload: workload.expect("validated"),
-    })
+    Ok(ValidConfig { config, workload: workload.expect("validated") })
 }
 
 /// Replace `machine` by the preset it names (default `standard`) with the
 /// user's keys merged over it.
 fn resolve_machine_preset(config: &mut Value) -> Result<()> {
-    let user = config
-        .get("machine")
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let user = config.get("machine").cloned().unwrap_or_else(|| Value::Object(Default::default()));
     let Value::Object(user_map) = &user else {
         return Err(Error::config("machine", "invalid_type", "expected a table"));
     };
@@ -158,11 +129,7 @@ fn resolve_machine_preset(config: &mut Value) -> Result<()> {
         None | Some(Value::Null) => presets::DEFAULT.to_string(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(Error::config(
-                "machine.preset",
-                "invalid_type",
-                format!("expected a preset name, got {other}"),
-            ))
+            return Err(Error::config("machine.preset", "invalid_type", format!("expected a preset name, got {other}")))
         }
     };
     let mut base = presets::machine(&name).map_err(|e| e.within(""))?;
@@ -178,8 +145,7 @@ fn resolve_machine_preset(config: &mut Value) -> Result<()> {
 pub fn merge(base: &mut Value, over: Value) {
     match (base, over) {
         (Value::Object(b), Value::Object(o)) => {
-            let kind_changes =
-                matches!((b.get("kind"), o.get("kind")), (Some(x), Some(y)) if x != y);
+            let kind_changes = matches!((b.get("kind"), o.get("kind")), (Some(x), Some(y)) if x != y);
             if kind_changes {
                 *b = o;
                 return;
@@ -204,10 +170,7 @@ mod tests {
 
     fn issues(value: Value) -> Vec<(String, &'static str, String)> {
         match from_value(value) {
-            Err(Error::Config(issues)) => issues
-                .into_iter()
-                .map(|i| (i.loc, i.code, i.message))
-                .collect(),
+            Err(Error::Config(issues)) => issues.into_iter().map(|i| (i.loc, i.code, i.message)).collect(),
             other => panic!("expected config errors, got {other:?}"),
         }
     }
@@ -226,10 +189,7 @@ mod tests {
         assert_eq!(m.llc.as_ref().unwrap().size_bytes, ByteSize(8 << 20));
         let tlb = m.tlb.as_ref().unwrap();
         assert_eq!((tlb.l1d.entries, tlb.l1d.ways), (64, 4));
-        assert_eq!(
-            tlb.l2.as_ref().map(|l| (l.entries, l.ways)),
-            Some((1536, 12))
-        );
+        assert_eq!(tlb.l2.as_ref().map(|l| (l.entries, l.ways)), Some((1536, 12)));
     }
 
     #[test]
@@ -242,11 +202,7 @@ mod tests {
         let m = &r.config.machine;
         assert_eq!(m.cores_per_socket, 2);
         assert_eq!(m.l2.as_ref().unwrap().ways, 8);
-        assert_eq!(
-            m.l2.as_ref().unwrap().size_bytes,
-            ByteSize(32 << 10),
-            "unchanged keys stay"
-        );
+        assert_eq!(m.l2.as_ref().unwrap().size_bytes, ByteSize(32 << 10), "unchanged keys stay");
         assert!(m.llc.is_none() && m.tlb.is_none());
     }
 
@@ -267,18 +223,13 @@ mod tests {
         assert_eq!(found[0].0, "machine.l2.ways");
         assert_eq!(found[0].1, "invalid_type");
 
-        let found =
-            issues(json!({"machine": {"l1d": {"size_bytes": "32 parsecs"}}, "workload": zipf()}));
+        let found = issues(json!({"machine": {"l1d": {"size_bytes": "32 parsecs"}}, "workload": zipf()}));
         assert_eq!(found[0].0, "machine.l1d.size_bytes");
         assert!(found[0].2.contains("unknown size unit"), "{}", found[0].2);
 
         let found = issues(json!({"machine": {"preset": "cray-1"}, "workload": zipf()}));
         assert_eq!(found[0].0, "machine.preset");
-        assert!(
-            found[0].2.contains("standard"),
-            "lists the presets: {}",
-            found[0].2
-        );
+        assert!(found[0].2.contains("standard"), "lists the presets: {}", found[0].2);
 
         let found = issues(json!({"workload": {"kind": "zipff"}}));
         assert_eq!(found[0].0, "workload.kind");
@@ -286,19 +237,12 @@ mod tests {
         let found = issues(json!({"machine": {"l2": {"line_bytes": 48}}}));
         let locs: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
         assert!(locs.contains(&"machine.l2.line_bytes"), "{locs:?}");
-        assert!(
-            locs.contains(&"workload"),
-            "every problem is reported at once: {locs:?}"
-        );
+        assert!(locs.contains(&"workload"), "every problem is reported at once: {locs:?}");
 
-        let found = issues(
-            json!({"machine": {"l1d": {"ways": 12}, "memory": {"placement": {"bind": 7}}}, "workload": zipf()}),
-        );
+        let found =
+            issues(json!({"machine": {"l1d": {"ways": 12}, "memory": {"placement": {"bind": 7}}}, "workload": zipf()}));
         let locs: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
-        assert_eq!(
-            locs,
-            vec!["machine.l1d.size_bytes", "machine.memory.placement"]
-        );
+        assert_eq!(locs, vec!["machine.l1d.size_bytes", "machine.memory.placement"]);
     }
 
     #[test]

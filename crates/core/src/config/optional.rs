@@ -3,9 +3,7 @@
 //! TOML has no null, so a level that a preset defines (`[machine.llc]`) is
 //! removed by writing `llc = false`. Python's `None` works too.
 
-use serde::de::{
-    self, value::MapAccessDeserializer, Deserialize, Deserializer, MapAccess, Visitor,
-};
+use serde::de::{self, value::MapAccessDeserializer, Deserialize, Deserializer, MapAccess, Visitor};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -26,9 +24,7 @@ where
 
         fn visit_bool<E: de::Error>(self, on: bool) -> Result<Self::Value, E> {
             if on {
-                Err(E::custom(
-                    "`true` is not a table: give the table, or false to leave it out",
-                ))
+                Err(E::custom("`true` is not a table: give the table, or false to leave it out"))
             } else {
                 Ok(None)
             }

@@ -28,20 +28,13 @@ pub struct PluginConfig {
 impl PluginConfig {
     /// A selection of `kind` with default params.
     pub fn named(kind: &str) -> PluginConfig {
-        PluginConfig {
-            kind: kind.to_string(),
-            params: serde_json::Value::Null,
-        }
+        PluginConfig { kind: kind.to_string(), params: serde_json::Value::Null }
     }
 }
 
 /// Parse a JSON value into `T`, reporting the key path under `loc`.
 pub fn parse_at<T: DeserializeOwned>(value: &serde_json::Value, loc: &str) -> Result<T> {
-    let value = if value.is_null() {
-        serde_json::Value::Object(Default::default())
-    } else {
-        value.clone()
-    };
+    let value = if value.is_null() { serde_json::Value::Object(Default::default()) } else { value.clone() };
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };

@@ -46,19 +46,10 @@ fn parse(name: &str) -> Result<Value> {
         Error::config(
             "machine.preset",
             "unknown_preset",
-            format!(
-                "unknown preset '{name}'; expected one of: {}",
-                NAMES.join(", ")
-            ),
+            format!("unknown preset '{name}'; expected one of: {}", NAMES.join(", ")),
         )
     })?;
-    toml::from_str(text).map_err(|e| {
-        Error::config(
-            "machine.preset",
-            "invalid_preset",
-            format!("preset '{name}': {e}"),
-        )
-    })
+    toml::from_str(text).map_err(|e| Error::config("machine.preset", "invalid_preset", format!("preset '{name}': {e}")))
 }
 
 /// The `[machine]` table of a preset, as JSON.
@@ -72,12 +63,7 @@ pub fn describe() -> Vec<(&'static str, String, String)> {
         .iter()
         .map(|&name| {
             let v = parse(name).expect("shipped presets parse");
-            let field = |k: &str| {
-                v.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
+            let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
             (name, field("description"), field("source"))
         })
         .collect()

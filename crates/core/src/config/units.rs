@@ -16,24 +16,16 @@ impl ByteSize {
     /// KB, MB, GB, which mean the same powers of two) or no unit (bytes).
     pub fn parse(text: &str) -> Result<ByteSize, String> {
         let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-            .unwrap_or(t.len());
+        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
         let (number, unit) = (t[..split].replace('_', ""), t[split..].trim());
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("cannot read '{text}' as a size (e.g. \"32KiB\")"))?;
+        let value: f64 = number.parse().map_err(|_| format!("cannot read '{text}' as a size (e.g. \"32KiB\")"))?;
         let scale: u64 = match unit.to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "k" | "kb" | "kib" => 1 << 10,
             "m" | "mb" | "mib" => 1 << 20,
             "g" | "gb" | "gib" => 1 << 30,
             "t" | "tb" | "tib" => 1 << 40,
-            _ => {
-                return Err(format!(
-                    "unknown size unit '{unit}' in '{text}' (use B, KiB, MiB, GiB or TiB)"
-                ))
-            }
+            _ => return Err(format!("unknown size unit '{unit}' in '{text}' (use B, KiB, MiB, GiB or TiB)")),
         };
         let bytes = value * scale as f64;
         if bytes.fract() != 0.0 || bytes < 0.0 || bytes > u64::MAX as f64 {
@@ -73,17 +65,13 @@ impl<'de> Deserialize<'de> for ByteSize {
                 Ok(ByteSize(v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
-                u64::try_from(v)
-                    .map(ByteSize)
-                    .map_err(|_| E::custom(format!("a size cannot be negative, got {v}")))
+                u64::try_from(v).map(ByteSize).map_err(|_| E::custom(format!("a size cannot be negative, got {v}")))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
                 if v >= 0.0 && v.fract() == 0.0 {
                     Ok(ByteSize(v as u64))
                 } else {
-                    Err(E::custom(format!(
-                        "a size must be a whole number of bytes, got {v}"
-                    )))
+                    Err(E::custom(format!("a size must be a whole number of bytes, got {v}")))
                 }
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
@@ -138,18 +126,13 @@ impl Span {
     pub fn resolve(self, frequency_ghz: f64) -> Resolved {
         match self {
             Span::Cycles(c) => Resolved::Cycles(c),
-            Span::Text(SpanText {
-                value,
-                unit: SpanUnit::Seconds,
-            }) => Resolved::Cycles((value * frequency_ghz * 1e9).round() as u64),
-            Span::Text(SpanText {
-                value,
-                unit: SpanUnit::Cycles,
-            }) => Resolved::Cycles(value.round() as u64),
-            Span::Text(SpanText {
-                value,
-                unit: SpanUnit::Instructions,
-            }) => Resolved::Instructions(value.round() as u64),
+            Span::Text(SpanText { value, unit: SpanUnit::Seconds }) => {
+                Resolved::Cycles((value * frequency_ghz * 1e9).round() as u64)
+            }
+            Span::Text(SpanText { value, unit: SpanUnit::Cycles }) => Resolved::Cycles(value.round() as u64),
+            Span::Text(SpanText { value, unit: SpanUnit::Instructions }) => {
+                Resolved::Instructions(value.round() as u64)
+            }
         }
     }
 }
@@ -158,22 +141,14 @@ impl SpanText {
     /// Parse `"<number>[ ][K|M|G]<unit>"`.
     pub fn parse(text: &str) -> Result<SpanText, String> {
         let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-            .unwrap_or(t.len());
-        let number: f64 = t[..split].replace('_', "").parse().map_err(|_| {
-            format!("cannot read '{text}' as a time span (e.g. \"2.5ms\", \"1M instructions\")")
-        })?;
+        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
+        let number: f64 = t[..split]
+            .replace('_', "")
+            .parse()
+            .map_err(|_| format!("cannot read '{text}' as a time span (e.g. \"2.5ms\", \"1M instructions\")"))?;
         let mut unit = t[split..].trim();
         let mut scale = 1.0;
-        for (prefix, s) in [
-            ("K ", 1e3),
-            ("M ", 1e6),
-            ("G ", 1e9),
-            ("K", 1e3),
-            ("M", 1e6),
-            ("G", 1e9),
-        ] {
+        for (prefix, s) in [("K ", 1e3), ("M ", 1e6), ("G ", 1e9), ("K", 1e3), ("M", 1e6), ("G", 1e9)] {
             let rest = unit.strip_prefix(prefix);
             if let Some(rest) = rest.filter(|r| r.starts_with("cyc") || r.starts_with("ins")) {
                 unit = rest.trim();
@@ -188,7 +163,11 @@ impl SpanText {
             "ns" => (SpanUnit::Seconds, 1e-9),
             "" | "cycle" | "cycles" => (SpanUnit::Cycles, 1.0),
             "instruction" | "instructions" | "instr" | "insn" => (SpanUnit::Instructions, 1.0),
-            other => return Err(format!("unknown time unit '{other}' in '{text}' (use s, ms, us, ns, cycles or instructions)")),
+            other => {
+                return Err(format!(
+                    "unknown time unit '{other}' in '{text}' (use s, ms, us, ns, cycles or instructions)"
+                ))
+            }
         };
         let value = number * scale * seconds;
         if !value.is_finite() || value <= 0.0 {
@@ -205,11 +184,7 @@ impl Serialize for SpanText {
             SpanUnit::Cycles => "cycles",
             SpanUnit::Instructions => "instructions",
         };
-        s.serialize_str(&format!(
-            "{}{}",
-            self.value,
-            if unit == "s" { "s" } else { unit }
-        ))
+        s.serialize_str(&format!("{}{}", self.value, if unit == "s" { "s" } else { unit }))
     }
 }
 
@@ -231,9 +206,7 @@ mod tests {
         assert_eq!(ByteSize::parse("1.5MiB"), Ok(ByteSize(3 << 19)));
         assert_eq!(ByteSize::parse("64"), Ok(ByteSize(64)));
         assert_eq!(ByteSize::parse("8M"), Ok(ByteSize(8 << 20)));
-        assert!(ByteSize::parse("12 parsecs")
-            .unwrap_err()
-            .contains("unknown size unit"));
+        assert!(ByteSize::parse("12 parsecs").unwrap_err().contains("unknown size unit"));
         assert!(ByteSize::parse("0.3B").is_err());
         assert_eq!(ByteSize(1536 << 10).to_string(), "1536KiB");
         assert_eq!(ByteSize(8 << 20).to_string(), "8MiB");
@@ -245,10 +218,7 @@ mod tests {
         assert_eq!(ms.resolve(4.0), Resolved::Cycles(10_000_000));
         let ins = Span::Text(SpanText::parse("1M instructions").unwrap());
         assert_eq!(ins.resolve(4.0), Resolved::Instructions(1_000_000));
-        assert_eq!(
-            Span::Text(SpanText::parse("3Mcycles").unwrap()).resolve(1.0),
-            Resolved::Cycles(3_000_000)
-        );
+        assert_eq!(Span::Text(SpanText::parse("3Mcycles").unwrap()).resolve(1.0), Resolved::Cycles(3_000_000));
         assert_eq!(Span::Cycles(42).resolve(3.0), Resolved::Cycles(42));
         assert!(SpanText::parse("5 fortnights").is_err());
         assert!(SpanText::parse("-1ms").is_err());

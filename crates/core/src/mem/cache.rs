@@ -9,9 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::replacement::{
-    Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery,
-};
+use super::replacement::{Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery};
 use crate::config::{ByteSize, PluginConfig};
 use crate::error::{Issues, Result};
 use crate::types::{LineAddr, TaskId, VirtAddr};
@@ -31,14 +29,7 @@ impl SetIndex {
     /// Indexing into `sets` sets (at least 1).
     pub fn new(sets: usize) -> SetIndex {
         let sets = sets.max(1) as u64;
-        SetIndex {
-            sets,
-            mask: if sets.is_power_of_two() {
-                sets - 1
-            } else {
-                u64::MAX
-            },
-        }
+        SetIndex { sets, mask: if sets.is_power_of_two() { sets - 1 } else { u64::MAX } }
     }
 
     /// The set of `x`.
@@ -147,18 +138,10 @@ impl CacheParams {
             self.line_bytes.is_power_of_two() && self.line_bytes >= 4,
             at("line_bytes"),
             "not_power_of_two",
-            format!(
-                "expected a power of two of at least 4, got {}",
-                self.line_bytes
-            ),
+            format!("expected a power of two of at least 4, got {}", self.line_bytes),
         );
         if !self.fully_associative {
-            issues.check(
-                self.ways >= 1,
-                at("ways"),
-                "out_of_range",
-                "expected at least 1 way",
-            );
+            issues.check(self.ways >= 1, at("ways"), "out_of_range", "expected at least 1 way");
         }
         if issues_blocking(self) {
             return;
@@ -176,11 +159,7 @@ impl CacheParams {
                 ),
             );
         } else if self.effective_ways() > 1 << 16 {
-            issues.push(
-                at("ways"),
-                "out_of_range",
-                "at most 65536 ways are supported",
-            );
+            issues.push(at("ways"), "out_of_range", "at most 65536 ways are supported");
         }
     }
 }
@@ -234,6 +213,15 @@ pub enum Scope {
     Line(LineAddr),
 }
 
+/// Where a line sits: set and way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Set index.
+    pub set: usize,
+    /// Way within the set.
+    pub way: usize,
+}
+
 /// The accessing side of a lookup: who and why.
 #[derive(Debug, Clone, Copy)]
 pub struct Req {
@@ -275,6 +263,10 @@ pub struct Cache {
     /// does a store hit make the line dirty here. Below the L1 a store is a
     /// read for ownership.
     pub receives_stores: bool,
+    /// Flat index of the line hit or filled last (a hint for the machine's
+    /// repeat-reference shortcut; always checked against the tag).
+    pub last_slot: usize,
+    rehit_is_noop: bool,
     /// Counters.
     pub stats: CacheStats,
 }
@@ -293,6 +285,7 @@ impl Cache {
             component: component.to_string(),
             loc: repl_loc.clone(),
         })?;
+        let rehit_is_noop = policy.rehit_is_noop();
         Ok(Cache {
             path: component.to_string(),
             sets,
@@ -312,6 +305,8 @@ impl Cache {
             inclusion: params.inclusion,
             store_hit_updates: params.store_hit_updates_replacement,
             receives_stores: true,
+            last_slot: 0,
+            rehit_is_noop,
             stats: CacheStats::default(),
         })
     }
@@ -332,14 +327,17 @@ impl Cache {
         self.index.of(line.0)
     }
 
-    /// Slot (set * ways + way) holding `line`, if present.
+    /// The slot holding `line`, if present.
     #[inline(always)]
-    pub fn find(&self, line: LineAddr) -> Option<usize> {
-        let base = self.set_of(line) * self.ways;
-        self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == line.0)
-            .map(|w| base + w)
+    pub fn find(&self, line: LineAddr) -> Option<Slot> {
+        let set = self.set_of(line);
+        let base = set * self.ways;
+        self.tags[base..base + self.ways].iter().position(|&t| t == line.0).map(|way| Slot { set, way })
+    }
+
+    #[inline(always)]
+    fn at(&self, slot: Slot) -> usize {
+        slot.set * self.ways + slot.way
     }
 
     /// Whether `line` is present.
@@ -348,37 +346,55 @@ impl Cache {
     }
 
     #[inline(always)]
-    fn touch(&self, slot: usize, req: &Req) -> Touch {
-        Touch {
-            set: slot / self.ways,
-            way: slot % self.ways,
-            pc: req.pc,
-            req: req.kind,
-            task: req.task,
-        }
+    fn touch(slot: Slot, req: &Req) -> Touch {
+        Touch { set: slot.set, way: slot.way, pc: req.pc, req: req.kind, task: req.task }
     }
 
     /// Record a hit on `slot` and update the replacement state. A store hit
     /// on a write-back L1 marks the line dirty; a write-back from above marks
     /// it dirty without touching the replacement state.
     #[inline(always)]
-    pub fn hit(&mut self, slot: usize, req: &Req) {
+    pub fn hit(&mut self, slot: Slot, req: &Req) {
         self.stats.hits[req.kind as usize] += 1;
+        let i = self.at(slot);
         match req.kind {
             ReqKind::Writeback => {
-                self.dirty[slot] |= self.write_back;
+                self.dirty[i] |= self.write_back;
                 return;
             }
             ReqKind::Store if self.receives_stores => {
-                self.dirty[slot] |= self.write_back;
+                self.dirty[i] |= self.write_back;
                 if !self.store_hit_updates {
                     return;
                 }
             }
             _ => {}
         }
-        let t = self.touch(slot, req);
-        self.policy.on_hit(&t);
+        self.last_slot = i;
+        self.policy.on_hit(&Self::touch(slot, req));
+    }
+
+    /// If `line` is the line hit or filled last and hitting it again changes
+    /// no replacement decision, record the hit (marking a store dirty) and
+    /// return true; else change nothing and return false. This is the
+    /// machine's shortcut for consecutive references to one line.
+    #[inline(always)]
+    pub fn rehit(&mut self, line: LineAddr, req: &Req) -> bool {
+        if !self.rehit_possible(line) {
+            return false;
+        }
+        let i = self.last_slot;
+        self.stats.hits[req.kind as usize] += 1;
+        if req.kind == ReqKind::Store {
+            self.dirty[i] |= self.write_back;
+        }
+        true
+    }
+
+    /// Whether [`Cache::rehit`] would succeed for `line`.
+    #[inline(always)]
+    pub fn rehit_possible(&self, line: LineAddr) -> bool {
+        self.rehit_is_noop && self.tags[self.last_slot] == line.0
     }
 
     /// Record a miss on `line`; returns whether it was compulsory (the first
@@ -390,13 +406,7 @@ impl Cache {
         self.stats.compulsory[req.kind as usize] += compulsory as u64;
         if req.kind.is_demand() {
             let set = self.set_of(line);
-            self.policy.on_miss(&Touch {
-                set,
-                way: 0,
-                pc: req.pc,
-                req: req.kind,
-                task: req.task,
-            });
+            self.policy.on_miss(&Touch { set, way: 0, pc: req.pc, req: req.kind, task: req.task });
         }
         compulsory
     }
@@ -406,74 +416,54 @@ impl Cache {
     /// Returns `Err(())` if every way is locked (the line is not cached), else
     /// the evicted line, if any.
     pub fn fill(&mut self, line: LineAddr, dirty: bool, req: &Req) -> Result<Option<Evicted>, ()> {
-        self.seen.insert(line.0);
         let set = self.set_of(line);
         let base = set * self.ways;
-        let (slot, evicted) = match self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == INVALID)
-        {
-            Some(way) => (base + way, None),
+        let (slot, evicted) = match self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
+            Some(way) => (Slot { set, way }, None),
             None => {
-                let locked = if self.locked_count > 0 {
-                    Some(&self.locked[base..base + self.ways])
-                } else {
-                    None
-                };
+                let locked = if self.locked_count > 0 { Some(&self.locked[base..base + self.ways]) } else { None };
                 if locked.is_some_and(|l| l.iter().all(|&x| x)) {
                     self.stats.bypasses += 1;
                     return Err(());
                 }
-                let q = VictimQuery {
-                    set,
-                    pc: req.pc,
-                    req: req.kind,
-                    task: req.task,
-                    locked,
-                };
-                let slot = base + self.policy.victim(&q);
-                let t = self.touch(slot, req);
-                self.policy.on_evict(&t);
-                let ev = Evicted {
-                    line: LineAddr(self.tags[slot]),
-                    owner: self.owners[slot],
-                    dirty: self.dirty[slot],
-                };
+                let q = VictimQuery { set, pc: req.pc, req: req.kind, task: req.task, locked };
+                let slot = Slot { set, way: self.policy.victim(&q) };
+                self.policy.on_evict(&Self::touch(slot, req));
+                let i = base + slot.way;
+                let ev = Evicted { line: LineAddr(self.tags[i]), owner: self.owners[i], dirty: self.dirty[i] };
                 self.stats.evictions += 1;
                 self.stats.dirty_evictions += ev.dirty as u64;
                 (slot, Some(ev))
             }
         };
-        self.tags[slot] = line.0;
-        self.owners[slot] = req.task;
-        self.dirty[slot] = dirty && self.write_back;
+        let i = base + slot.way;
+        self.last_slot = i;
+        self.tags[i] = line.0;
+        self.owners[i] = req.task;
+        self.dirty[i] = dirty && self.write_back;
         self.stats.fills += 1;
-        let t = self.touch(slot, req);
-        self.policy.on_fill(&t);
+        self.policy.on_fill(&Self::touch(slot, req));
         Ok(evicted)
+    }
+
+    /// Note that `line` was placed here without a lookup (a victim filled
+    /// into an exclusive level), so a later miss on it is not compulsory.
+    pub fn mark_seen(&mut self, line: LineAddr) {
+        self.seen.insert(line.0);
     }
 
     /// Remove the line in `slot` and return it (no stats beyond the policy
     /// hook; callers count why it left).
-    pub fn take(&mut self, slot: usize) -> Evicted {
-        let t = Touch {
-            set: slot / self.ways,
-            way: slot % self.ways,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId::NONE,
-        };
+    pub fn take(&mut self, slot: Slot) -> Evicted {
+        let t = Touch { set: slot.set, way: slot.way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE };
         self.policy.on_evict(&t);
-        let ev = Evicted {
-            line: LineAddr(self.tags[slot]),
-            owner: self.owners[slot],
-            dirty: self.dirty[slot],
-        };
-        self.tags[slot] = INVALID;
-        self.dirty[slot] = false;
-        self.owners[slot] = TaskId::NONE;
-        if self.locked[slot] {
-            self.locked[slot] = false;
+        let i = self.at(slot);
+        let ev = Evicted { line: LineAddr(self.tags[i]), owner: self.owners[i], dirty: self.dirty[i] };
+        self.tags[i] = INVALID;
+        self.dirty[i] = false;
+        self.owners[i] = TaskId::NONE;
+        if self.locked[i] {
+            self.locked[i] = false;
             self.locked_count -= 1;
         }
         ev
@@ -497,13 +487,13 @@ impl Cache {
                 }
             }
             Scope::All | Scope::Task(_) => {
-                for slot in 0..self.tags.len() {
+                for i in 0..self.tags.len() {
                     let hit = match scope {
-                        Scope::Task(task) => self.owners[slot] == task,
+                        Scope::Task(task) => self.owners[i] == task,
                         _ => true,
                     };
-                    if self.tags[slot] != INVALID && hit {
-                        out.push(self.take(slot));
+                    if self.tags[i] != INVALID && hit {
+                        out.push(self.take(Slot { set: i / self.ways, way: i % self.ways }));
                     }
                 }
             }
@@ -514,11 +504,10 @@ impl Cache {
     /// Set or clear the lock bit of `line`; false if the line is not present.
     /// Locked lines are never chosen as victims.
     pub fn set_locked(&mut self, line: LineAddr, locked: bool) -> bool {
-        let Some(slot) = self.find(line) else {
-            return false;
-        };
-        if self.locked[slot] != locked {
-            self.locked[slot] = locked;
+        let Some(slot) = self.find(line) else { return false };
+        let i = self.at(slot);
+        if self.locked[i] != locked {
+            self.locked[i] = locked;
             if locked {
                 self.locked_count += 1;
             } else {
@@ -530,29 +519,22 @@ impl Cache {
 
     /// Whether `line` is present and dirty.
     pub fn is_dirty(&self, line: LineAddr) -> bool {
-        self.find(line).is_some_and(|s| self.dirty[s])
+        self.find(line).is_some_and(|s| self.dirty[self.at(s)])
     }
 
     /// The task that brought `line` in, if present.
     pub fn owner_of(&self, line: LineAddr) -> Option<TaskId> {
-        self.find(line).map(|s| self.owners[s])
+        self.find(line).map(|s| self.owners[self.at(s)])
     }
 
     /// Every valid line, in slot order (tests and invariant checks).
     pub fn lines(&self) -> impl Iterator<Item = LineAddr> + '_ {
-        self.tags
-            .iter()
-            .filter(|&&t| t != INVALID)
-            .map(|&t| LineAddr(t))
+        self.tags.iter().filter(|&&t| t != INVALID).map(|&t| LineAddr(t))
     }
 
     /// Number of valid lines owned by `task`.
     pub fn lines_of(&self, task: TaskId) -> usize {
-        self.tags
-            .iter()
-            .zip(&self.owners)
-            .filter(|(&t, &o)| t != INVALID && o == task)
-            .count()
+        self.tags.iter().zip(&self.owners).filter(|(&t, &o)| t != INVALID && o == task).count()
     }
 }
 
@@ -562,11 +544,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn req(kind: ReqKind) -> Req {
-        Req {
-            kind,
-            pc: VirtAddr(0),
-            task: TaskId(0),
-        }
+        Req { kind, pc: VirtAddr(0), task: TaskId(0) }
     }
 
     fn cache(sets: u64, ways: u32, policy: &str) -> Cache {
@@ -708,14 +686,7 @@ mod tests {
         c.fill(LineAddr(5), true, &st).unwrap();
         assert!(c.is_dirty(LineAddr(5)));
         let ev = c.fill(LineAddr(6), false, &req(ReqKind::Load)).unwrap();
-        assert_eq!(
-            ev,
-            Some(Evicted {
-                line: LineAddr(5),
-                owner: TaskId(0),
-                dirty: true
-            })
-        );
+        assert_eq!(ev, Some(Evicted { line: LineAddr(5), owner: TaskId(0), dirty: true }));
         assert_eq!(c.stats.dirty_evictions, 1);
     }
 
@@ -738,16 +709,7 @@ mod tests {
     fn remove_by_scope() {
         let mut c = cache(4, 2, "lru");
         for (l, t) in [(0, 0), (1, 1), (2, 0), (3, 1)] {
-            c.fill(
-                LineAddr(l),
-                false,
-                &Req {
-                    kind: ReqKind::Load,
-                    pc: VirtAddr(0),
-                    task: TaskId(t),
-                },
-            )
-            .unwrap();
+            c.fill(LineAddr(l), false, &Req { kind: ReqKind::Load, pc: VirtAddr(0), task: TaskId(t) }).unwrap();
         }
         let mut out = Vec::new();
         c.remove(Scope::Task(TaskId(1)), &mut out);
@@ -762,35 +724,17 @@ mod tests {
     #[test]
     fn geometry_errors_name_the_key() {
         let mut issues = Issues::default();
-        CacheParams {
-            line_bytes: 48,
-            ..CacheParams::default()
-        }
-        .validate("machine.l2", &mut issues);
-        CacheParams {
-            size_bytes: ByteSize(1000),
-            ..CacheParams::default()
-        }
-        .validate("machine.l1d", &mut issues);
+        CacheParams { line_bytes: 48, ..CacheParams::default() }.validate("machine.l2", &mut issues);
+        CacheParams { size_bytes: ByteSize(1000), ..CacheParams::default() }.validate("machine.l1d", &mut issues);
         let text = issues.finish().unwrap_err().to_string();
-        assert!(
-            text.contains("machine.l2.line_bytes: expected a power of two"),
-            "{text}"
-        );
-        assert!(
-            text.contains("machine.l1d.size_bytes: 1000B is not a whole number of sets"),
-            "{text}"
-        );
+        assert!(text.contains("machine.l2.line_bytes: expected a power of two"), "{text}");
+        assert!(text.contains("machine.l1d.size_bytes: 1000B is not a whole number of sets"), "{text}");
     }
 
     #[test]
     fn non_power_of_two_set_counts_index_by_modulo() {
         // 12 MiB 16-way (Westmere L3) has 12288 sets.
-        let p = CacheParams {
-            size_bytes: ByteSize(12 << 20),
-            ways: 16,
-            ..CacheParams::default()
-        };
+        let p = CacheParams { size_bytes: ByteSize(12 << 20), ways: 16, ..CacheParams::default() };
         let c = Cache::new(&p, 1, "llc", "machine.llc").unwrap();
         assert_eq!(c.sets(), 12288);
         assert_eq!(c.set_of(LineAddr(12288 + 5)), 5);

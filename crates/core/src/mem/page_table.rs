@@ -66,21 +66,12 @@ impl FrameAllocator {
     /// node is full.
     fn allocate(&mut self, node: u32) -> Option<PageEntry> {
         let nodes = self.used.len() as u32;
-        (0..nodes)
-            .map(|i| (node + i) % nodes)
-            .find(|&n| self.used[n as usize] < self.frames_per_node)
-            .map(|n| {
-                let k = self.used[n as usize];
-                self.used[n as usize] += 1;
-                let within = self
-                    .order
-                    .as_ref()
-                    .map_or(k, |perms| perms[n as usize].apply(k));
-                PageEntry {
-                    frame: n as u64 * self.frames_per_node + within,
-                    node: n,
-                }
-            })
+        (0..nodes).map(|i| (node + i) % nodes).find(|&n| self.used[n as usize] < self.frames_per_node).map(|n| {
+            let k = self.used[n as usize];
+            self.used[n as usize] += 1;
+            let within = self.order.as_ref().map_or(k, |perms| perms[n as usize].apply(k));
+            PageEntry { frame: n as u64 * self.frames_per_node + within, node: n }
+        })
     }
 }
 
@@ -110,12 +101,7 @@ impl PageTable {
     ) -> PageTable {
         let order = (allocation == FrameAllocation::Random).then(|| {
             (0..nodes)
-                .map(|n| {
-                    Permutation::new(
-                        frames_per_node,
-                        &mut Rng::for_component(seed, &format!("memory/node{n}")),
-                    )
-                })
+                .map(|n| Permutation::new(frames_per_node, &mut Rng::for_component(seed, &format!("memory/node{n}"))))
                 .collect()
         });
         PageTable {
@@ -125,11 +111,7 @@ impl PageTable {
             nodes,
             pages: FxHashMap::default(),
             tables: FxHashMap::default(),
-            alloc: FrameAllocator {
-                frames_per_node,
-                used: vec![0; nodes as usize],
-                order,
-            },
+            alloc: FrameAllocator { frames_per_node, used: vec![0; nodes as usize], order },
             exhausted: false,
         }
     }
@@ -152,10 +134,7 @@ impl PageTable {
     #[inline]
     pub fn translate(&mut self, asid: Asid, vpn: u64, toucher_node: u32) -> PageEntry {
         if self.identity && self.nodes == 1 {
-            return PageEntry {
-                frame: vpn,
-                node: 0,
-            };
+            return PageEntry { frame: vpn, node: 0 };
         }
         let key = super::tlb::key(asid, vpn);
         if let Some(&entry) = self.pages.get(&key) {
@@ -182,28 +161,17 @@ impl PageTable {
     /// Frame of the page-table page at `level` (0 = root) covering `vpn` in a
     /// radix tree of `levels` levels with 512 entries per table, allocating
     /// it on first use; returns the physical byte address of the entry.
-    pub fn entry_addr(
-        &mut self,
-        asid: Asid,
-        vpn: u64,
-        level: u32,
-        levels: u32,
-        toucher_node: u32,
-    ) -> u64 {
+    pub fn entry_addr(&mut self, asid: Asid, vpn: u64, level: u32, levels: u32, toucher_node: u32) -> u64 {
         let shift = 9 * (levels - level);
         let prefix = if shift >= 64 { 0 } else { vpn >> shift };
         let index = (vpn >> (9 * (levels - 1 - level))) & 511;
         let frame = match self.tables.get(&(asid.0, level as u8, prefix)) {
             Some(&f) => f,
             None => {
-                let f = self
-                    .alloc
-                    .allocate(toucher_node)
-                    .map(|e| e.frame)
-                    .unwrap_or_else(|| {
-                        self.exhausted = true;
-                        0
-                    });
+                let f = self.alloc.allocate(toucher_node).map(|e| e.frame).unwrap_or_else(|| {
+                    self.exhausted = true;
+                    0
+                });
                 self.tables.insert((asid.0, level as u8, prefix), f);
                 f
             }
@@ -229,55 +197,20 @@ mod tests {
 
     #[test]
     fn first_touch_places_on_the_touching_node_and_remembers() {
-        let mut pt = PageTable::new(
-            12,
-            2,
-            1024,
-            Placement::FirstTouch,
-            FrameAllocation::Sequential,
-            1,
-        );
+        let mut pt = PageTable::new(12, 2, 1024, Placement::FirstTouch, FrameAllocation::Sequential, 1);
         let a = pt.translate(Asid(0), 5, 1);
-        assert_eq!(
-            a,
-            PageEntry {
-                frame: 1024,
-                node: 1
-            }
-        );
-        assert_eq!(
-            pt.translate(Asid(0), 5, 0),
-            a,
-            "a second touch from elsewhere keeps the page"
-        );
+        assert_eq!(a, PageEntry { frame: 1024, node: 1 });
+        assert_eq!(pt.translate(Asid(0), 5, 0), a, "a second touch from elsewhere keeps the page");
         assert_eq!(pt.translate(Asid(0), 6, 0), PageEntry { frame: 0, node: 0 });
-        assert_eq!(
-            pt.translate(Asid(1), 5, 0),
-            PageEntry { frame: 1, node: 0 },
-            "asids are separate"
-        );
+        assert_eq!(pt.translate(Asid(1), 5, 0), PageEntry { frame: 1, node: 0 }, "asids are separate");
     }
 
     #[test]
     fn interleave_and_bind() {
-        let mut pt = PageTable::new(
-            12,
-            4,
-            16,
-            Placement::Interleave,
-            FrameAllocation::Sequential,
-            1,
-        );
+        let mut pt = PageTable::new(12, 4, 16, Placement::Interleave, FrameAllocation::Sequential, 1);
         let nodes: Vec<u32> = (0..8).map(|v| pt.translate(Asid(0), v, 0).node).collect();
         assert_eq!(nodes, vec![0, 1, 2, 3, 0, 1, 2, 3]);
-        let mut pt = PageTable::new(
-            12,
-            4,
-            16,
-            Placement::Bind(2),
-            FrameAllocation::Sequential,
-            1,
-        );
+        let mut pt = PageTable::new(12, 4, 16, Placement::Bind(2), FrameAllocation::Sequential, 1);
         assert!((0..8).all(|v| pt.translate(Asid(0), v, 0).node == 2));
     }
 
@@ -289,9 +222,7 @@ mod tests {
         frames.sort();
         assert_eq!(frames, (0..16).collect::<Vec<_>>());
         assert_eq!(entries.iter().filter(|e| e.node == 1).count(), 8);
-        assert!(entries[..8]
-            .iter()
-            .any(|e| e.frame != entries.iter().position(|x| x == e).unwrap() as u64));
+        assert!(entries[..8].iter().any(|e| e.frame != entries.iter().position(|x| x == e).unwrap() as u64));
         assert!(!pt.exhausted);
         pt.translate(Asid(0), 99, 0);
         assert!(pt.exhausted);
@@ -299,44 +230,16 @@ mod tests {
 
     #[test]
     fn identity_maps_pages_to_themselves() {
-        let mut pt = PageTable::new(
-            12,
-            1,
-            16,
-            Placement::FirstTouch,
-            FrameAllocation::Identity,
-            1,
-        );
-        assert_eq!(
-            pt.translate(Asid(3), 0xABCDE, 0),
-            PageEntry {
-                frame: 0xABCDE,
-                node: 0
-            }
-        );
+        let mut pt = PageTable::new(12, 1, 16, Placement::FirstTouch, FrameAllocation::Identity, 1);
+        assert_eq!(pt.translate(Asid(3), 0xABCDE, 0), PageEntry { frame: 0xABCDE, node: 0 });
     }
 
     #[test]
     fn radix_entries_share_upper_tables_and_differ_below() {
-        let mut pt = PageTable::new(
-            12,
-            1,
-            1 << 20,
-            Placement::FirstTouch,
-            FrameAllocation::Sequential,
-            1,
-        );
-        let a: Vec<u64> = (0..4)
-            .map(|l| pt.entry_addr(Asid(0), 0x1000, l, 4, 0))
-            .collect();
-        let b: Vec<u64> = (0..4)
-            .map(|l| pt.entry_addr(Asid(0), 0x1001, l, 4, 0))
-            .collect();
-        assert_eq!(
-            a[..3],
-            b[..3],
-            "neighbouring pages share the upper three tables"
-        );
+        let mut pt = PageTable::new(12, 1, 1 << 20, Placement::FirstTouch, FrameAllocation::Sequential, 1);
+        let a: Vec<u64> = (0..4).map(|l| pt.entry_addr(Asid(0), 0x1000, l, 4, 0)).collect();
+        let b: Vec<u64> = (0..4).map(|l| pt.entry_addr(Asid(0), 0x1001, l, 4, 0)).collect();
+        assert_eq!(a[..3], b[..3], "neighbouring pages share the upper three tables");
         assert_eq!(b[3], a[3] + 8, "and sit in adjacent entries of the last");
         let c = pt.entry_addr(Asid(0), 0x1000 + (1 << 27), 0, 4, 0);
         assert_eq!(c, a[0] + 8, "the root entry covers 2^27 pages");

@@ -9,9 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cache::SetIndex;
-use super::replacement::{
-    Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery,
-};
+use super::replacement::{Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
 use crate::types::{Asid, TaskId, VirtAddr};
@@ -39,12 +37,7 @@ pub struct TlbLevelParams {
 
 impl Default for TlbLevelParams {
     fn default() -> Self {
-        TlbLevelParams {
-            entries: 64,
-            ways: 4,
-            latency_cycles: 0,
-            replacement: PluginConfig::named("lru"),
-        }
+        TlbLevelParams { entries: 64, ways: 4, latency_cycles: 0, replacement: PluginConfig::named("lru") }
     }
 }
 
@@ -55,10 +48,7 @@ impl TlbLevelParams {
             issues.push(
                 format!("{loc}.entries"),
                 "invalid_geometry",
-                format!(
-                    "{} entries cannot be split into sets of {} ways",
-                    self.entries, self.ways
-                ),
+                format!("{} entries cannot be split into sets of {} ways", self.entries, self.ways),
             );
         }
     }
@@ -103,12 +93,7 @@ impl Default for TlbParams {
         TlbParams {
             l1d: TlbLevelParams::default(),
             l1i: None,
-            l2: Some(TlbLevelParams {
-                entries: 1536,
-                ways: 12,
-                latency_cycles: 7,
-                ..TlbLevelParams::default()
-            }),
+            l2: Some(TlbLevelParams { entries: 1536, ways: 12, latency_cycles: 7, ..TlbLevelParams::default() }),
             walk: WalkModel::Fixed,
             walk_latency_cycles: 30,
             l2_victim_fill: false,
@@ -166,6 +151,9 @@ pub struct Tlb {
     policy: Policy,
     /// Cycles a translation served here costs.
     pub latency_cycles: u32,
+    /// Flat index of the entry hit or filled last (see [`Tlb::rehit`]).
+    last_slot: usize,
+    rehit_is_noop: bool,
     /// Counters.
     pub stats: TlbStats,
 }
@@ -183,7 +171,10 @@ impl Tlb {
             component: component.to_string(),
             loc: repl_loc.clone(),
         })?;
+        let rehit_is_noop = policy.rehit_is_noop();
         Ok(Tlb {
+            last_slot: 0,
+            rehit_is_noop,
             path: component.to_string(),
             ways,
             index: SetIndex::new(sets),
@@ -203,25 +194,17 @@ impl Tlb {
 
     #[inline(always)]
     fn touch(&self, slot: usize) -> Touch {
-        Touch {
-            set: slot / self.ways,
-            way: slot % self.ways,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId::NONE,
-        }
+        Touch { set: slot / self.ways, way: slot % self.ways, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE }
     }
 
     /// Look up a key; on a hit update the replacement state and return the frame.
     #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
         let base = self.set_of(key) * self.ways;
-        match self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == key)
-        {
+        match self.tags[base..base + self.ways].iter().position(|&t| t == key) {
             Some(way) => {
                 self.stats.hits += 1;
+                self.last_slot = base + way;
                 let t = self.touch(base + way);
                 self.policy.on_hit(&t);
                 Some(self.frames[base + way])
@@ -231,6 +214,23 @@ impl Tlb {
                 None
             }
         }
+    }
+
+    /// If `key` is the entry hit or filled last and hitting it again changes
+    /// no replacement decision, count the hit and return the frame.
+    #[inline(always)]
+    pub fn rehit(&mut self, key: u64) -> Option<u64> {
+        if !self.rehit_possible(key) {
+            return None;
+        }
+        self.stats.hits += 1;
+        Some(self.frames[self.last_slot])
+    }
+
+    /// Whether [`Tlb::rehit`] would succeed for `key`.
+    #[inline(always)]
+    pub fn rehit_possible(&self, key: u64) -> bool {
+        self.rehit_is_noop && self.tags[self.last_slot] == key
     }
 
     /// Whether a key is present, without touching any state.
@@ -244,19 +244,10 @@ impl Tlb {
     pub fn insert(&mut self, key: u64, frame: u64) -> Option<(u64, u64)> {
         let set = self.set_of(key);
         let base = set * self.ways;
-        let (slot, evicted) = match self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == INVALID)
-        {
+        let (slot, evicted) = match self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
             Some(way) => (base + way, None),
             None => {
-                let q = VictimQuery {
-                    set,
-                    pc: VirtAddr(0),
-                    req: ReqKind::Load,
-                    task: TaskId::NONE,
-                    locked: None,
-                };
+                let q = VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE, locked: None };
                 let slot = base + self.policy.victim(&q);
                 let t = self.touch(slot);
                 self.policy.on_evict(&t);
@@ -264,6 +255,7 @@ impl Tlb {
                 (slot, Some((self.tags[slot], self.frames[slot])))
             }
         };
+        self.last_slot = slot;
         self.tags[slot] = key;
         self.frames[slot] = frame;
         let t = self.touch(slot);
@@ -274,10 +266,7 @@ impl Tlb {
     /// Remove one translation; true if it was present.
     pub fn remove(&mut self, key: u64) -> bool {
         let base = self.set_of(key) * self.ways;
-        match self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == key)
-        {
+        match self.tags[base..base + self.ways].iter().position(|&t| t == key) {
             Some(way) => {
                 let t = self.touch(base + way);
                 self.policy.on_evict(&t);
@@ -307,11 +296,7 @@ impl Tlb {
 
     /// Valid entries as (key, frame), in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.tags
-            .iter()
-            .zip(&self.frames)
-            .filter(|(&t, _)| t != INVALID)
-            .map(|(&t, &f)| (t, f))
+        self.tags.iter().zip(&self.frames).filter(|(&t, _)| t != INVALID).map(|(&t, &f)| (t, f))
     }
 }
 
@@ -320,11 +305,7 @@ mod tests {
     use super::*;
 
     fn tlb(entries: u32, ways: u32) -> Tlb {
-        let p = TlbLevelParams {
-            entries,
-            ways,
-            ..TlbLevelParams::default()
-        };
+        let p = TlbLevelParams { entries, ways, ..TlbLevelParams::default() };
         Tlb::new(&p, 1, "test/dtlb", "machine.tlb.l1d").unwrap()
     }
 
@@ -350,28 +331,15 @@ mod tests {
             assert!(t.insert(key(Asid(0), i * 128), i).is_none());
         }
         t.lookup(key(Asid(0), 0));
-        assert_eq!(
-            t.insert(key(Asid(0), 12 * 128), 12),
-            Some((key(Asid(0), 128), 1))
-        );
+        assert_eq!(t.insert(key(Asid(0), 12 * 128), 12), Some((key(Asid(0), 128), 1)));
         assert!(t.probe(key(Asid(0), 0)));
     }
 
     #[test]
     fn geometry_errors_name_the_key() {
         let mut issues = Issues::default();
-        TlbLevelParams {
-            entries: 100,
-            ways: 12,
-            ..TlbLevelParams::default()
-        }
-        .validate("machine.tlb.l2", &mut issues);
+        TlbLevelParams { entries: 100, ways: 12, ..TlbLevelParams::default() }.validate("machine.tlb.l2", &mut issues);
         let text = issues.finish().unwrap_err().to_string();
-        assert!(
-            text.contains(
-                "machine.tlb.l2.entries: 100 entries cannot be split into sets of 12 ways"
-            ),
-            "{text}"
-        );
+        assert!(text.contains("machine.tlb.l2.entries: 100 entries cannot be split into sets of 12 ways"), "{text}");
     }
 }

@@ -15,10 +15,6 @@ pub struct TraceParams {
 impl TraceParams {
     /// Open the trace.
     pub fn build(&self, ctx: &WorkloadCtx) -> Result<Box<dyn Workload>> {
-        Err(Error::config(
-            &ctx.loc,
-            "unsupported",
-            "trace files are not supported yet",
-        ))
+        Err(Error::config(&ctx.loc, "unsupported", "trace files are not supported yet"))
     }
 }

@@ -40,14 +40,26 @@ impl Hasher for FxHasher {
 /// A `HashMap` with the Fx hash.
 pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// A set of line (or page) numbers, stored as a bitmap in chunks of 4096.
+/// A set of line numbers, one bit per line, grouped by 64 (a 4 KiB page of
+/// 64 B lines) in an open-addressed table.
 ///
 /// Used to tell compulsory misses (first reference of a line by a cache) from
-/// the others; memory is one bit per line ever touched.
-#[derive(Default, Clone)]
+/// the others. It is consulted on every miss, so a lookup is one probe into
+/// a flat array of (group, bits) pairs: one host cache miss at most.
+#[derive(Clone)]
 pub struct SeenSet {
-    chunks: FxHashMap<u64, Box<[u64; 64]>>,
+    keys: Vec<u64>,
+    bits: Vec<u64>,
+    groups: usize,
     len: u64,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+impl Default for SeenSet {
+    fn default() -> Self {
+        SeenSet { keys: vec![EMPTY; 1024], bits: vec![0; 1024], groups: 0, len: 0 }
+    }
 }
 
 impl std::fmt::Debug for SeenSet {
@@ -57,25 +69,54 @@ impl std::fmt::Debug for SeenSet {
 }
 
 impl SeenSet {
+    #[inline(always)]
+    fn slot(&self, group: u64) -> usize {
+        let mask = self.keys.len() - 1;
+        let mut i = (group.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as usize & mask;
+        while self.keys[i] != group && self.keys[i] != EMPTY {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    fn grow(&mut self) {
+        let size = self.keys.len() * 2;
+        let old_keys = std::mem::replace(&mut self.keys, vec![EMPTY; size]);
+        let old_bits = std::mem::replace(&mut self.bits, vec![0; size]);
+        for (k, b) in old_keys.into_iter().zip(old_bits) {
+            if k != EMPTY {
+                let i = self.slot(k);
+                self.keys[i] = k;
+                self.bits[i] = b;
+            }
+        }
+    }
+
     /// Record `key`; true if it was not in the set before.
     #[inline]
     pub fn insert(&mut self, key: u64) -> bool {
-        let chunk = self
-            .chunks
-            .entry(key >> 12)
-            .or_insert_with(|| Box::new([0; 64]));
-        let (word, bit) = (((key >> 6) & 63) as usize, key & 63);
-        let fresh = chunk[word] & (1 << bit) == 0;
-        chunk[word] |= 1 << bit;
+        // Keys are line numbers: u64::MAX >> 6 can never be a group.
+        let group = key >> 6;
+        let mut i = self.slot(group);
+        if self.keys[i] == EMPTY {
+            if (self.groups + 1) * 2 > self.keys.len() {
+                self.grow();
+                i = self.slot(group);
+            }
+            self.keys[i] = group;
+            self.groups += 1;
+        }
+        let bit = 1u64 << (key & 63);
+        let fresh = self.bits[i] & bit == 0;
+        self.bits[i] |= bit;
         self.len += fresh as u64;
         fresh
     }
 
     /// Whether `key` was recorded.
     pub fn contains(&self, key: u64) -> bool {
-        self.chunks
-            .get(&(key >> 12))
-            .is_some_and(|c| c[((key >> 6) & 63) as usize] & (1 << (key & 63)) != 0)
+        let i = self.slot(key >> 6);
+        self.keys[i] == key >> 6 && self.bits[i] & (1 << (key & 63)) != 0
     }
 
     /// Number of distinct keys recorded.
@@ -100,11 +141,11 @@ mod tests {
         let mut ours = SeenSet::default();
         let mut reference = HashSet::new();
         for _ in 0..20_000 {
-            let key = rng.below(1 << 20) * if rng.chance(0.5) { 1 } else { 1 << 30 };
+            let key = rng.below(1 << 20) * if rng.chance(0.5) { 1 } else { 1 << 30 } + rng.below(2);
             assert_eq!(ours.insert(key), reference.insert(key));
         }
         assert_eq!(ours.len(), reference.len() as u64);
         assert!(reference.iter().all(|&k| ours.contains(k)));
-        assert!(!ours.contains(u64::MAX));
+        assert!(!ours.contains(u64::MAX - 1));
     }
 }

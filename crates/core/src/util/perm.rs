@@ -21,16 +21,7 @@ impl Permutation {
     pub fn new(n: u64, rng: &mut Rng) -> Permutation {
         let bits = 64 - (n.max(2) - 1).leading_zeros();
         let half_bits = bits.div_ceil(2).max(1);
-        Permutation {
-            n,
-            half_bits,
-            keys: [
-                rng.next_u64(),
-                rng.next_u64(),
-                rng.next_u64(),
-                rng.next_u64(),
-            ],
-        }
+        Permutation { n, half_bits, keys: [rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64()] }
     }
 
     /// Size of the domain.
@@ -88,9 +79,7 @@ mod tests {
     #[test]
     fn scatters_neighbours() {
         let p = Permutation::new(1 << 20, &mut Rng::from_seed(1));
-        let moved_far = (0..1000u64)
-            .filter(|&x| p.apply(x).abs_diff(p.apply(x + 1)) > 1000)
-            .count();
+        let moved_far = (0..1000u64).filter(|&x| p.apply(x).abs_diff(p.apply(x + 1)) > 1000).count();
         assert!(moved_far > 900, "{moved_far}");
     }
 }

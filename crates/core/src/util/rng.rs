@@ -24,9 +24,7 @@ pub fn mix64(mut z: u64) -> u64 {
 
 /// FNV-1a hash of a string: turns a component path into a seed salt.
 pub fn hash_str(s: &str) -> u64 {
-    s.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3)
-    })
+    s.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3))
 }
 
 /// A xoshiro256++ generator.
@@ -44,12 +42,7 @@ impl Rng {
     /// A generator from a plain 64-bit seed.
     pub fn from_seed(seed: u64) -> Rng {
         let mut sm = seed;
-        let s = [
-            splitmix64(&mut sm),
-            splitmix64(&mut sm),
-            splitmix64(&mut sm),
-            splitmix64(&mut sm),
-        ];
+        let s = [splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm)];
         Rng { s }
     }
 

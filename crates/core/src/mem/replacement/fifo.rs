@@ -15,11 +15,7 @@ pub struct FifoParams {}
 impl FifoParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Fifo(Fifo {
-            filled: vec![0; ctx.sets * ctx.ways],
-            ways: ctx.ways,
-            clock: 1,
-        }))
+        Ok(Policy::Fifo(Fifo { filled: vec![0; ctx.sets * ctx.ways], ways: ctx.ways, clock: 1 }))
     }
 }
 
@@ -39,6 +35,10 @@ impl Replacement for Fifo {
     fn on_fill(&mut self, t: &Touch) {
         self.filled[t.set * self.ways + t.way] = self.clock;
         self.clock += 1;
+    }
+
+    fn rehit_is_noop(&self) -> bool {
+        true
     }
 
     #[inline]
@@ -62,13 +62,7 @@ mod tests {
             p.on_fill(&touch(1, way));
         }
         p.on_hit(&touch(1, 0));
-        let q = VictimQuery {
-            set: 1,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId(0),
-            locked: None,
-        };
+        let q = VictimQuery { set: 1, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked: None };
         assert_eq!(p.victim(&q), 0);
         p.on_fill(&touch(1, 0));
         assert_eq!(p.victim(&q), 1);

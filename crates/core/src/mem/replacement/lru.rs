@@ -17,11 +17,7 @@ pub struct LruParams {}
 impl LruParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Lru(Lru {
-            stamps: vec![0; ctx.sets * ctx.ways],
-            ways: ctx.ways,
-            clock: 1,
-        }))
+        Ok(Policy::Lru(Lru { stamps: vec![0; ctx.sets * ctx.ways], ways: ctx.ways, clock: 1 }))
     }
 }
 
@@ -52,6 +48,10 @@ impl Replacement for Lru {
         self.stamp(t);
     }
 
+    fn rehit_is_noop(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
         let base = q.set * self.ways;
@@ -67,13 +67,7 @@ mod tests {
     use crate::types::{TaskId, VirtAddr};
 
     fn query(set: usize) -> VictimQuery<'static> {
-        VictimQuery {
-            set,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId(0),
-            locked: None,
-        }
+        VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked: None }
     }
 
     #[test]
@@ -97,10 +91,7 @@ mod tests {
             p.on_fill(&touch(0, way));
         }
         let locked = [true, true, false, false];
-        let q = VictimQuery {
-            locked: Some(&locked),
-            ..query(0)
-        };
+        let q = VictimQuery { locked: Some(&locked), ..query(0) };
         assert_eq!(p.victim(&q), 2);
     }
 }

@@ -39,13 +39,7 @@ impl ReqKind {
     /// Number of request kinds (size of per-kind counter arrays).
     pub const COUNT: usize = 5;
     /// All kinds in counter order.
-    pub const ALL: [ReqKind; 5] = [
-        ReqKind::Load,
-        ReqKind::Store,
-        ReqKind::Ifetch,
-        ReqKind::Writeback,
-        ReqKind::Walk,
-    ];
+    pub const ALL: [ReqKind; 5] = [ReqKind::Load, ReqKind::Store, ReqKind::Ifetch, ReqKind::Writeback, ReqKind::Walk];
 
     /// Lower-case name used in stats keys.
     pub fn name(self) -> &'static str {
@@ -158,6 +152,15 @@ pub trait Replacement {
     /// The valid line in `t.way` of `t.set` is about to leave the cache.
     /// Optional.
     fn on_evict(&mut self, _t: &Touch) {}
+
+    /// Whether a hit on the line that was touched last in its set leaves the
+    /// policy's future decisions unchanged (true for LRU, FIFO, random and
+    /// PLRU; false for policies that count hits, such as SHiP). When it is,
+    /// the machine may skip the lookup for a reference to the line it just
+    /// used. Optional; the safe default is `false`.
+    fn rehit_is_noop(&self) -> bool {
+        false
+    }
 }
 
 /// Declares the registered policies: the config enum (via
@@ -202,6 +205,9 @@ macro_rules! policies {
             fn on_evict(&mut self, t: &Touch) {
                 match self { $(Policy::$variant(p) => p.on_evict(t)),+ }
             }
+            fn rehit_is_noop(&self) -> bool {
+                match self { $(Policy::$variant(p) => p.rehit_is_noop()),+ }
+            }
         }
     };
 }
@@ -225,10 +231,7 @@ pub(crate) fn min_evictable(keys: &[u64], q: &VictimQuery) -> usize {
             best_key = key;
         }
     }
-    debug_assert!(
-        best != usize::MAX,
-        "victim asked for a set with no evictable way"
-    );
+    debug_assert!(best != usize::MAX, "victim asked for a set with no evictable way");
     best
 }
 
@@ -239,37 +242,20 @@ pub(crate) mod conformance {
     use crate::config::PluginConfig;
 
     pub fn ctx(sets: usize, ways: usize) -> ReplCtx {
-        ReplCtx {
-            sets,
-            ways,
-            seed: 1,
-            component: "test/cache".into(),
-            loc: "machine.l1d.replacement".into(),
-        }
+        ReplCtx { sets, ways, seed: 1, component: "test/cache".into(), loc: "machine.l1d.replacement".into() }
     }
 
     pub fn touch(set: usize, way: usize) -> Touch {
-        Touch {
-            set,
-            way,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId(0),
-        }
+        Touch { set, way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0) }
     }
 
     #[test]
     fn every_policy_builds_with_defaults_and_rejects_unknown_params() {
         for name in ReplacementConfig::NAMES {
-            let cfg =
-                ReplacementConfig::parse(&PluginConfig::named(name), "machine.l1d.replacement")
-                    .unwrap();
+            let cfg = ReplacementConfig::parse(&PluginConfig::named(name), "machine.l1d.replacement").unwrap();
             assert_eq!(cfg.kind(), *name);
             cfg.build(&ctx(4, 8)).unwrap();
-            let raw = PluginConfig {
-                kind: name.to_string(),
-                params: serde_json::json!({"bogus": 1}),
-            };
+            let raw = PluginConfig { kind: name.to_string(), params: serde_json::json!({"bogus": 1}) };
             match ReplacementConfig::parse(&raw, "machine.l1d.replacement") {
                 Err(crate::Error::Config(issues)) => {
                     assert_eq!(issues[0].loc, "machine.l1d.replacement.params.bogus");
@@ -282,21 +268,55 @@ pub(crate) mod conformance {
 
     #[test]
     fn unknown_policy_lists_the_registered_names() {
-        let err =
-            ReplacementConfig::parse(&PluginConfig::named("belady"), "machine.l2.replacement")
-                .unwrap_err();
+        let err = ReplacementConfig::parse(&PluginConfig::named("belady"), "machine.l2.replacement").unwrap_err();
         let text = err.to_string();
         assert!(text.contains("machine.l2.replacement.kind"), "{text}");
         assert!(text.contains("lru, fifo, random, plru"), "{text}");
     }
 
     #[test]
+    fn a_policy_that_calls_rehits_noops_decides_the_same_after_one() {
+        // Drive two copies with the same random hits and fills; one of them
+        // sees every hit twice. Their victims must agree if the policy claims
+        // a repeated hit is a no-op.
+        for name in ReplacementConfig::NAMES {
+            let build =
+                || ReplacementConfig::parse(&PluginConfig::named(name), "r").unwrap().build(&ctx(4, 8)).unwrap();
+            let (mut once, mut twice) = (build(), build());
+            if !once.rehit_is_noop() {
+                continue;
+            }
+            let mut rng = crate::util::rng::Rng::from_seed(5);
+            for set in 0..4 {
+                for way in 0..8 {
+                    once.on_fill(&touch(set, way));
+                    twice.on_fill(&touch(set, way));
+                }
+            }
+            for _ in 0..2000 {
+                let set = rng.below(4) as usize;
+                if rng.chance(0.7) {
+                    let way = rng.below(8) as usize;
+                    once.on_hit(&touch(set, way));
+                    twice.on_hit(&touch(set, way));
+                    twice.on_hit(&touch(set, way));
+                } else {
+                    let q = VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked: None };
+                    let (a, b) = (once.victim(&q), twice.victim(&q));
+                    assert_eq!(a, b, "{name}");
+                    once.on_evict(&touch(set, a));
+                    once.on_fill(&touch(set, a));
+                    twice.on_evict(&touch(set, b));
+                    twice.on_fill(&touch(set, b));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn every_policy_returns_only_evictable_ways() {
         for name in ReplacementConfig::NAMES {
-            let mut p = ReplacementConfig::parse(&PluginConfig::named(name), "r")
-                .unwrap()
-                .build(&ctx(2, 8))
-                .unwrap();
+            let mut p = ReplacementConfig::parse(&PluginConfig::named(name), "r").unwrap().build(&ctx(2, 8)).unwrap();
             for way in 0..8 {
                 p.on_fill(&touch(1, way));
             }
@@ -312,10 +332,7 @@ pub(crate) mod conformance {
                         locked: Some(&locked),
                     };
                     let v = p.victim(&q);
-                    assert!(
-                        v <= free,
-                        "{name} chose locked way {v} with ways 0..={free} free"
-                    );
+                    assert!(v <= free, "{name} chose locked way {v} with ways 0..={free} free");
                     p.on_evict(&touch(1, v));
                     p.on_fill(&touch(1, v));
                 }

@@ -22,16 +22,10 @@ impl PlruParams {
             return Err(Error::config(
                 &ctx.loc,
                 "unsupported_geometry",
-                format!(
-                    "tree PLRU needs a power-of-two number of ways up to 64, got {}",
-                    ctx.ways
-                ),
+                format!("tree PLRU needs a power-of-two number of ways up to 64, got {}", ctx.ways),
             ));
         }
-        Ok(Policy::Plru(Plru {
-            bits: vec![0; ctx.sets],
-            ways: ctx.ways,
-        }))
+        Ok(Policy::Plru(Plru { bits: vec![0; ctx.sets], ways: ctx.ways }))
     }
 }
 
@@ -80,6 +74,10 @@ impl Replacement for Plru {
         self.touch(t.set, t.way);
     }
 
+    fn rehit_is_noop(&self) -> bool {
+        true
+    }
+
     fn victim(&mut self, q: &VictimQuery) -> usize {
         let word = self.bits[q.set];
         let (mut node, mut lo, mut span) = (1usize, 0usize, self.ways);
@@ -87,9 +85,7 @@ impl Replacement for Plru {
             span /= 2;
             let mut right = word & (1 << node) != 0;
             // With locked lines, leave a subtree that has nothing to evict.
-            if q.locked.is_some()
-                && !Self::any_evictable(q, if right { lo + span } else { lo }, span)
-            {
+            if q.locked.is_some() && !Self::any_evictable(q, if right { lo + span } else { lo }, span) {
                 right = !right;
             }
             if right {
@@ -109,13 +105,7 @@ mod tests {
     use crate::types::{TaskId, VirtAddr};
 
     fn q(locked: Option<&[bool]>) -> VictimQuery<'_> {
-        VictimQuery {
-            set: 0,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId(0),
-            locked,
-        }
+        VictimQuery { set: 0, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked }
     }
 
     #[test]
@@ -147,11 +137,7 @@ mod tests {
     #[test]
     fn rejects_non_power_of_two_ways() {
         let err = PlruParams::default().build(&ctx(1, 12)).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("machine.l1d.replacement: tree PLRU needs"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("machine.l1d.replacement: tree PLRU needs"), "{err}");
     }
 
     #[test]

@@ -22,10 +22,7 @@ impl RandomParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
         let rng = Rng::for_component(ctx.seed ^ self.salt, &ctx.component);
-        Ok(Policy::Random(Random {
-            rng,
-            ways: ctx.ways,
-        }))
+        Ok(Policy::Random(Random { rng, ways: ctx.ways }))
     }
 }
 
@@ -43,6 +40,10 @@ impl Replacement for Random {
     #[inline(always)]
     fn on_fill(&mut self, _t: &Touch) {}
 
+    fn rehit_is_noop(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
         let start = self.rng.below(self.ways as u64) as usize;
@@ -52,10 +53,7 @@ impl Replacement for Random {
         // Uniform over the evictable ways: pick the k-th of them.
         let free = (0..self.ways).filter(|&w| q.evictable(w)).count();
         let k = start % free;
-        (0..self.ways)
-            .filter(|&w| q.evictable(w))
-            .nth(k)
-            .expect("k < number of evictable ways")
+        (0..self.ways).filter(|&w| q.evictable(w)).nth(k).expect("k < number of evictable ways")
     }
 }
 
@@ -68,13 +66,7 @@ mod tests {
 
     #[test]
     fn victims_are_spread_over_all_ways_and_reproducible() {
-        let q = VictimQuery {
-            set: 0,
-            pc: VirtAddr(0),
-            req: ReqKind::Load,
-            task: TaskId(0),
-            locked: None,
-        };
+        let q = VictimQuery { set: 0, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked: None };
         let draw = || {
             let mut p = RandomParams::default().build(&ctx(1, 8)).unwrap();
             (0..8000).map(|_| p.victim(&q)).collect::<Vec<_>>()
@@ -84,9 +76,6 @@ mod tests {
         let mut counts = [0; 8];
         a.iter().for_each(|&w| counts[w] += 1);
         // 1000 expected per way; 5 sigma is about 150.
-        assert!(
-            counts.iter().all(|&c| (850..1150).contains(&c)),
-            "{counts:?}"
-        );
+        assert!(counts.iter().all(|&c| (850..1150).contains(&c)), "{counts:?}");
     }
 }

@@ -12,10 +12,6 @@ pub struct ChaseParams {}
 impl ChaseParams {
     /// Stub constructor.
     pub fn build(&self, ctx: &WorkloadCtx) -> Result<Box<dyn Workload>> {
-        Err(Error::config(
-            &ctx.loc,
-            "unsupported",
-            "not implemented yet",
-        ))
+        Err(Error::config(&ctx.loc, "unsupported", "not implemented yet"))
     }
 }

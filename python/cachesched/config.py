@@ -1,0 +1,126 @@
+"""Loading configurations: TOML files, TOML text, dicts and overrides.
+
+Python only merges; the schema lives in the Rust core, which parses the
+merged document, fills in the preset and defaults, and reports every problem
+with its key path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import _core
+from .errors import ConfigError
+
+ConfigLike = Mapping[str, Any] | str | Path
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the configuration: {e.strerror}", [
+            {"loc": "", "code": "unreadable", "msg": f"cannot read {path}: {e.strerror}"}
+        ]) from None
+    return _parse_toml(text, str(path))
+
+
+def _parse_toml(text: str, where: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: not valid TOML: {e}", [
+            {"loc": "", "code": "invalid_toml", "msg": f"not valid TOML: {e}"}
+        ]) from None
+
+
+def merge(base: dict, over: Mapping[str, Any]) -> dict:
+    """Merge ``over`` into a copy of ``base``: tables key by key, anything else replaces.
+
+    A plug-in table whose ``kind`` changes is replaced whole (the core does the
+    same when it applies a preset).
+    """
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, Mapping):
+            if "kind" in old and "kind" in value and old["kind"] != value["kind"]:
+                out[key] = copy.deepcopy(dict(value))
+            else:
+                out[key] = merge(old, value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def parse_override(text: str) -> dict:
+    """Turn ``machine.l2.ways=8`` into ``{"machine": {"l2": {"ways": 8}}}``.
+
+    The value is read as TOML (``8``, ``"32KiB"``, ``true``, ``{kind = "lru"}``);
+    a bare word that is not valid TOML is taken as a string.
+    """
+    if "=" not in text:
+        raise ConfigError(f"override '{text}' is not of the form key.path=value", [
+            {"loc": text, "code": "invalid_override", "msg": "expected key.path=value"}
+        ])
+    path, raw = text.split("=", 1)
+    keys = [k.strip() for k in path.strip().split(".")]
+    if not all(keys):
+        raise ConfigError(f"override '{text}' has an empty key", [
+            {"loc": path, "code": "invalid_override", "msg": "empty key in the path"}
+        ])
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    out: dict = {}
+    node = out
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    node[keys[-1]] = value
+    return out
+
+
+def load(config: ConfigLike, overrides: list[str] | None = None, **sections: Any) -> tuple[dict, Path | None]:
+    """Read a configuration and apply overrides.
+
+    ``config`` is a path to a TOML file, TOML text, or a dict. ``overrides``
+    are ``key.path=value`` strings; keyword arguments replace or merge whole
+    top-level sections (``machine={...}``, ``workload={...}``, ``seed=3``).
+    Returns the merged dict and the directory relative trace paths are
+    resolved against (the config file's directory, if any).
+    """
+    base_dir: Path | None = None
+    if isinstance(config, Path) or (isinstance(config, str) and _looks_like_path(config)):
+        path = Path(config)
+        doc = _read_toml(path)
+        base_dir = path.resolve().parent
+    elif isinstance(config, str):
+        doc = _parse_toml(config, "<config text>")
+    elif isinstance(config, Mapping):
+        doc = copy.deepcopy(dict(config))
+    else:
+        raise TypeError(f"a configuration is a path, TOML text or a dict, not {type(config).__name__}")
+    for text in overrides or []:
+        doc = merge(doc, parse_override(text))
+    doc = merge(doc, sections)
+    return doc, base_dir
+
+
+def _looks_like_path(text: str) -> bool:
+    return "\n" not in text and "=" not in text and (text.endswith(".toml") or Path(text).exists())
+
+
+def resolve(config: ConfigLike, overrides: list[str] | None = None, **sections: Any) -> dict:
+    """The configuration as the core will run it: preset applied, every default filled in."""
+    doc, _ = load(config, overrides, **sections)
+    return json.loads(_core.resolve_config(json.dumps(doc)))
+
+
+def presets() -> list[dict]:
+    """The shipped machine presets: dicts with name, description, source and toml."""
+    return _core.presets()

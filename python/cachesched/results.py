@@ -1,0 +1,182 @@
+"""The results of one simulation, as JSON, pandas tables and Arrow tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+KINDS = ("load", "store", "ifetch")
+REQ_KINDS = ("load", "store", "ifetch", "writeback", "walk")
+LEVELS = ("l1i", "l1d", "l2", "llc")
+
+
+class Results:
+    """What a run reports.
+
+    ``summary`` and ``config`` are plain dicts; :attr:`tasks`, :attr:`levels`,
+    :attr:`caches`, :attr:`tlbs` and :attr:`memory` are pandas DataFrames;
+    :meth:`to_json`, :meth:`to_arrow` and :meth:`save` export them.
+    """
+
+    def __init__(self, data: dict[str, Any]):
+        self._data = data
+
+    @classmethod
+    def from_json(cls, text: str) -> "Results":
+        """Results from the JSON text the core (or :meth:`to_json`) produced."""
+        return cls(json.loads(text))
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The whole document, as the core produced it."""
+        return self._data
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Run-wide totals: accesses, instructions, cycles, cpi, wall_seconds, ..."""
+        return self._data["summary"]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved configuration the run used."""
+        return self._data["config"]
+
+    @property
+    def version(self) -> str:
+        """The cachesched version that produced these results."""
+        return self._data["version"]
+
+    def _machine_levels(self) -> list[str]:
+        present = {c["level"] for c in self._data["caches"]}
+        return [lv for lv in LEVELS if lv in present]
+
+    @property
+    def tasks(self) -> pd.DataFrame:
+        """One row per task: instructions, cycles, CPI, stalls, TLB and memory counters."""
+        rows = []
+        for t in self._data["tasks"]:
+            row = {k: t[k] for k in ("task", "name", "accesses", "instructions", "cycles", "cpi", "stall_cycles",
+                                     "memory_local", "memory_remote")}
+            row.update({f"tlb_{k}": v for k, v in t["tlb"].items()})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def levels(self) -> pd.DataFrame:
+        """One row per task, cache level and access kind, with hits, misses,
+        compulsory misses, miss ratio and misses per kilo-instruction."""
+        rows = []
+        for t in self._data["tasks"]:
+            kilo = t["instructions"] / 1000 if t["instructions"] else float("nan")
+            for lv in self._machine_levels():
+                counters = t["levels"][LEVELS.index(lv)]
+                for k, kind in enumerate(KINDS):
+                    hits, misses = counters["hits"][k], counters["misses"][k]
+                    if hits + misses == 0:
+                        continue
+                    rows.append({
+                        "task": t["task"], "level": lv, "kind": kind, "accesses": hits + misses,
+                        "hits": hits, "misses": misses, "compulsory": counters["compulsory"][k],
+                        "miss_ratio": misses / (hits + misses), "mpki": misses / kilo,
+                    })
+        return pd.DataFrame(rows, columns=["task", "level", "kind", "accesses", "hits", "misses", "compulsory",
+                                           "miss_ratio", "mpki"])
+
+    def miss_ratio(self, level: str, task: int | None = None) -> float:
+        """Demand miss ratio of ``level`` (over all tasks unless ``task`` is given)."""
+        df = self.levels
+        df = df[df.level == level]
+        if task is not None:
+            df = df[df.task == task]
+        total = df.accesses.sum()
+        return float(df.misses.sum() / total) if total else float("nan")
+
+    @property
+    def caches(self) -> pd.DataFrame:
+        """One row per cache instance: hits, misses and compulsory misses by
+        request kind, fills, evictions, write-backs, back-invalidations."""
+        rows = []
+        for c in self._data["caches"]:
+            row = {"path": c["path"], "level": c["level"]}
+            for i, kind in enumerate(REQ_KINDS):
+                row[f"{kind}_hits"] = c["hits"][i]
+                row[f"{kind}_misses"] = c["misses"][i]
+                row[f"{kind}_compulsory"] = c["compulsory"][i]
+            for key in ("fills", "evictions", "dirty_evictions", "back_invalidations", "bypasses", "flushed"):
+                row[key] = c[key]
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def tlbs(self) -> pd.DataFrame:
+        """One row per TLB instance."""
+        return pd.DataFrame(self._data["tlbs"], columns=["path", "hits", "misses", "evictions", "flushed"])
+
+    @property
+    def memory(self) -> pd.DataFrame:
+        """One row per NUMA node: lines read and written, frames allocated."""
+        return pd.DataFrame(self._data["memory"], columns=["node", "reads", "writes", "pages"])
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table by name."""
+        return {"tasks": self.tasks, "levels": self.levels, "caches": self.caches, "tlbs": self.tlbs,
+                "memory": self.memory}
+
+    def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821
+        """Every table as a pyarrow Table."""
+        import pyarrow as pa
+
+        return {name: pa.Table.from_pandas(df, preserve_index=False) for name, df in self.tables().items()}
+
+    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
+        """The whole document as JSON text; written to ``path`` if given."""
+        text = json.dumps(self._data, indent=indent)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``results.json`` and one Parquet file per table into ``directory``."""
+        import pyarrow.parquet as pq
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self.to_json(out / "results.json")
+        for name, table in self.to_arrow().items():
+            pq.write_table(table, out / f"{name}.parquet")
+        return out
+
+    def format(self) -> str:
+        """A human-readable report: totals, then demand misses per level."""
+        s = self.summary
+        lines = [
+            f"accesses      {s['accesses']:>16,}",
+            f"instructions  {s['instructions']:>16,}",
+            f"cycles        {s['cycles']:>16,}",
+            f"CPI           {s['cpi']:>16.4f}",
+            f"simulated in  {s['wall_seconds']:>15.2f}s ({s['accesses_per_second'] / 1e6:,.1f} M accesses/s)",
+            "",
+            f"{'level':<6}{'accesses':>14}{'misses':>14}{'miss ratio':>12}{'MPKI':>10}{'compulsory':>12}",
+        ]
+        df = self.levels
+        for lv in self._machine_levels():
+            part = df[df.level == lv]
+            acc, miss = int(part.accesses.sum()), int(part.misses.sum())
+            instr = s["instructions"] or 1
+            ratio = miss / acc if acc else 0.0
+            lines.append(f"{lv:<6}{acc:>14,}{miss:>14,}{ratio:>12.4f}{1000 * miss / instr:>10.3f}"
+                         f"{int(part.compulsory.sum()):>12,}")
+        t = self.tasks
+        if len(t) and "tlb_l1_hits" in t:
+            l1 = int(t.tlb_l1_hits.sum() + t.tlb_l1_misses.sum())
+            if l1:
+                lines += ["", f"TLB: {int(t.tlb_l1_misses.sum()):,} L1 misses of {l1:,} translations, "
+                              f"{int(t.tlb_walks.sum()):,} page walks ({int(t.tlb_walk_cycles.sum()):,} cycles)"]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return f"<Results accesses={s['accesses']} cpi={s['cpi']:.4f}>"

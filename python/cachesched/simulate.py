@@ -1,0 +1,66 @@
+"""Run one simulation from Python."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from . import _core
+from .config import ConfigLike, load
+from .results import Results
+
+Progress = Callable[[int, int | None], None]
+
+
+def _progress_bar() -> tuple[Progress, Callable[[], None]]:
+    """A tqdm bar on stderr that appears only if the run lasts over a second."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit=" accesses", unit_scale=True, delay=1.0, file=sys.stderr, leave=False,
+               dynamic_ncols=True)
+
+    def update(done: int, total: int | None) -> None:
+        if total is not None and bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def simulate(
+    config: ConfigLike,
+    *,
+    overrides: list[str] | None = None,
+    progress: bool | Progress = False,
+    base_dir: str | Path | None = None,
+    **sections: Any,
+) -> Results:
+    """Simulate a configuration and return its :class:`Results`.
+
+    ``config`` is a path to a TOML file, TOML text or a dict; ``overrides``
+    are ``key.path=value`` strings and keyword arguments replace or merge
+    top-level sections, e.g. ``simulate("run.toml", machine={"l2": {"ways": 8}})``.
+    ``progress=True`` shows a progress bar on stderr for runs longer than a
+    second; a callable receives ``(done, total)`` about every million
+    references. Relative trace paths are resolved against ``base_dir``, else
+    the config file's directory, else the working directory.
+
+    Raises :class:`~cachesched.errors.ConfigError` for a bad configuration,
+    :class:`~cachesched.errors.TraceError` for a bad trace, and
+    :class:`~cachesched.errors.SimulationError` if the run cannot finish.
+    """
+    doc, found_dir = load(config, overrides, **sections)
+    directory = Path(base_dir) if base_dir is not None else found_dir
+    close = None
+    if progress is True:
+        callback, close = _progress_bar()
+    else:
+        callback = progress or None
+    try:
+        text = _core.simulate(json.dumps(doc), str(directory) if directory else None, callback)
+    finally:
+        if close:
+            close()
+    return Results.from_json(text)

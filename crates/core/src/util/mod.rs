@@ -1,3 +1,4 @@
 //! Small helpers shared by several layers.
 
 pub mod rng;
+pub mod varint;

@@ -7,11 +7,12 @@
 //! case. Run with:
 //!
 //! ```text
-//! cargo run --release -p cachesched-core --example cst_throughput [-- ACCESSES]
+//! cargo run --release -p cachesched-core --example cst_throughput [-- ACCESSES [realistic|shuffled]]
 //! ```
 //!
 //! Generating the accesses is not timed; encoding includes compression and
-//! writing the file, decoding includes reading it (from the page cache).
+//! writing the file, decoding includes reading it (from the page cache) and
+//! is the best of three passes.
 
 use std::time::{Duration, Instant};
 
@@ -44,22 +45,28 @@ fn run(label: &str, n: u64, make: fn(u64) -> DemoMix) -> Result<()> {
     let summary = writer.finish()?;
     encode += t.elapsed();
 
-    // Decode, timed, keeping a checksum so the work cannot be skipped.
-    let t = Instant::now();
-    let mut reader = NativeReader::open(&path)?;
+    // Decode, timed, keeping a checksum so the work cannot be skipped. The
+    // best of three passes is reported: on a shared machine the slower ones
+    // measure the neighbours.
     let mut buf = vec![Access::default(); 4096];
     let (mut count, mut sum) = (0u64, 0u64);
-    loop {
-        let got = reader.fill(&mut buf)?;
-        if got == 0 {
-            break;
+    let mut decode = Duration::MAX;
+    for _ in 0..3 {
+        (count, sum) = (0, 0);
+        let t = Instant::now();
+        let mut reader = NativeReader::open(&path)?;
+        loop {
+            let got = reader.fill(&mut buf)?;
+            if got == 0 {
+                break;
+            }
+            for a in &buf[..got] {
+                sum = sum.wrapping_add(a.addr.0 ^ a.instrs as u64);
+            }
+            count += got as u64;
         }
-        for a in &buf[..got] {
-            sum = sum.wrapping_add(a.addr.0 ^ a.instrs as u64);
-        }
-        count += got as u64;
+        decode = decode.min(t.elapsed());
     }
-    let decode = t.elapsed();
 
     // Check, untimed, that the file holds exactly what was generated.
     let mut mix = make(42);
@@ -94,7 +101,13 @@ fn main() -> Result<()> {
         .nth(1)
         .map(|s| s.parse::<u64>().expect("ACCESSES must be a number"))
         .unwrap_or(20_000_000);
-    run("realistic", n, DemoMix::new)?;
-    run("shuffled", n, DemoMix::shuffled)?;
+    let only = std::env::args().nth(2);
+    let mixes: [(&str, fn(u64) -> DemoMix); 2] =
+        [("realistic", DemoMix::new), ("shuffled", DemoMix::shuffled)];
+    for (label, make) in mixes {
+        if only.as_deref().is_none_or(|o| o == label) {
+            run(label, n, make)?;
+        }
+    }
     Ok(())
 }

@@ -64,8 +64,8 @@ const FOOTER_LEN: u64 = 56;
 /// Fixed part of a decompressed block payload, before the streams.
 const PAYLOAD_HEADER_LEN: usize = 20;
 /// Most payload bytes one record can take: control byte, address and pc
-/// varints (10 each), instruction count (5) and size (3).
-const MAX_RECORD_BYTES: usize = 29;
+/// prefix varints (9 each), instruction count (5) and size (3).
+const MAX_RECORD_BYTES: usize = 27;
 /// log2 of the number of entries of the prediction tables.
 const TABLE_BITS: u32 = 10;
 const TABLE_SIZE: usize = 1 << TABLE_BITS;

@@ -3,3 +3,4 @@
 pub mod hash;
 pub mod perm;
 pub mod rng;
+pub mod varint;

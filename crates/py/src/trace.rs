@@ -1,7 +1,234 @@
-//! Trace tools exposed to Python.
+//! Trace tools exposed to Python: summaries, scans, generation, and moving
+//! access columns between `.cst` files and NumPy (as little-endian bytes).
+
+use std::path::PathBuf;
+
+use cachesched_core::config::{parse_at, PluginConfig};
+use cachesched_core::error::Error;
+use cachesched_core::trace::native::{scan, NativeReader, NativeWriter, TraceHeader, TraceSummary};
+use cachesched_core::trace::{Workload, WorkloadConfig, WorkloadCtx};
+use cachesched_core::{Access, AccessKind, VirtAddr};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use serde_json::json;
+
+use crate::errors::to_py_err;
+use crate::{guarded, Reporter};
+
+fn summary_json(s: &TraceSummary) -> serde_json::Value {
+    json!({
+        "accesses": s.accesses,
+        "instructions": s.instructions,
+        "blocks": s.blocks,
+        "file_bytes": s.file_bytes,
+        "bytes_per_access": s.bytes_per_access(),
+        "threads": s.threads.iter().map(|t| json!({
+            "thread": t.thread, "accesses": t.accesses, "instructions": t.instructions, "blocks": t.blocks,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Header and totals of a `.cst` file (from its index; no full read).
+#[pyfunction]
+fn trace_info(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    guarded(py, || {
+        let reader = NativeReader::open(&path).map_err(|e| to_py_err(py, e))?;
+        let h = reader.header();
+        let info = json!({
+            "path": path.display().to_string(),
+            "source": h.source,
+            "threads": h.threads,
+            "page_bytes": h.page_bytes,
+            "meta": h.meta,
+            "indexed": reader.is_indexed(),
+            "index_problem": reader.index_problem(),
+            "summary": reader.summary().map(summary_json),
+        });
+        Ok(info.to_string())
+    })
+}
+
+/// Read one thread's stream completely: counts by kind, instructions,
+/// footprint in lines and pages, address range.
+#[pyfunction]
+#[pyo3(signature = (path, thread=None))]
+fn trace_scan(py: Python<'_>, path: PathBuf, thread: Option<u32>) -> PyResult<String> {
+    guarded(py, || {
+        let s = py.detach(|| scan(&path, thread)).map_err(|e| to_py_err(py, e))?;
+        let stats = json!({
+            "accesses": s.accesses,
+            "loads": s.by_kind[0],
+            "stores": s.by_kind[1],
+            "ifetches": s.by_kind[2],
+            "instructions": s.instructions,
+            "lines_64": s.lines_64,
+            "pages_4k": s.pages_4k,
+            "min_addr": s.min_addr.map(|a| a.0),
+            "max_addr": s.max_addr.map(|a| a.0),
+        });
+        Ok(stats.to_string())
+    })
+}
+
+/// Run a workload (`{"kind": ..., "params": ...}` as JSON) and write its
+/// stream to a `.cst` file; returns the file's summary as JSON.
+#[pyfunction]
+#[pyo3(signature = (workload_json, path, seed=1, base_dir=None, progress=None))]
+fn trace_generate(
+    py: Python<'_>,
+    workload_json: &str,
+    path: PathBuf,
+    seed: u64,
+    base_dir: Option<PathBuf>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    guarded(py, || {
+        let raw: serde_json::Value = serde_json::from_str(workload_json)
+            .map_err(|e| to_py_err(py, Error::config("workload", "invalid_json", e.to_string())))?;
+        let plugin: PluginConfig = parse_at(&raw, "workload").map_err(|e| to_py_err(py, e))?;
+        let config = WorkloadConfig::parse(&plugin, "workload").map_err(|e| to_py_err(py, e))?;
+        let ctx = WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir };
+        let mut workload = config.build(&ctx).map_err(|e| to_py_err(py, e))?;
+        let mut header =
+            TraceHeader::new(format!("cachesched generator: {}", serde_json::to_string(&config.to_raw()).unwrap()));
+        header.meta = json!({"generator": config.to_raw(), "seed": seed});
+        let mut reporter = Reporter::new(progress.as_ref());
+        let outcome = py.detach(|| -> Result<TraceSummary, Error> {
+            let mut writer = NativeWriter::create(&path, &header)?;
+            let total = workload.len_hint();
+            let mut buf = vec![Access::default(); 1 << 16];
+            let mut done = 0u64;
+            loop {
+                let n = workload.fill(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                writer.write_all_thread(0, &buf[..n])?;
+                done += n as u64;
+                if done % (1 << 20) < n as u64 {
+                    reporter.report(done, total)?;
+                }
+            }
+            writer.finish()
+        });
+        match outcome {
+            Ok(summary) => Ok(summary_json(&summary).to_string()),
+            Err(e) => Err(reporter.finish(py, e)),
+        }
+    })
+}
+
+fn column<T: Copy>(bytes: &[u8], width: usize, n: usize, name: &str, parse: impl Fn(&[u8]) -> T) -> PyResult<Vec<T>> {
+    if bytes.len() != n * width {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "column {name} holds {} bytes, expected {} ({n} values of {width} bytes)",
+            bytes.len(),
+            n * width
+        )));
+    }
+    Ok(bytes.chunks_exact(width).map(parse).collect())
+}
+
+/// Write accesses given as columns of little-endian bytes (`addr`, `pc`:
+/// u64; `instrs`: u32; `size`: u16; `kind`: u8 with 0 load, 1 store, 2
+/// ifetch) to a `.cst` file; returns its summary as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, addr, kind, size, pc, instrs, source="python"))]
+#[allow(clippy::too_many_arguments)]
+fn trace_write(
+    py: Python<'_>,
+    path: PathBuf,
+    addr: &[u8],
+    kind: &[u8],
+    size: &[u8],
+    pc: &[u8],
+    instrs: &[u8],
+    source: &str,
+) -> PyResult<String> {
+    guarded(py, || {
+        let n = addr.len() / 8;
+        let addr = column(addr, 8, n, "addr", |b| u64::from_le_bytes(b.try_into().unwrap()))?;
+        let kind = column(kind, 1, n, "kind", |b| b[0])?;
+        let size = column(size, 2, n, "size", |b| u16::from_le_bytes(b.try_into().unwrap()))?;
+        let pc = column(pc, 8, n, "pc", |b| u64::from_le_bytes(b.try_into().unwrap()))?;
+        let instrs = column(instrs, 4, n, "instrs", |b| u32::from_le_bytes(b.try_into().unwrap()))?;
+        let mut accesses = Vec::with_capacity(n);
+        for i in 0..n {
+            let kind = AccessKind::from_code(kind[i]).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!("kind {} at row {i} is not 0, 1 or 2", kind[i]))
+            })?;
+            accesses.push(Access {
+                addr: VirtAddr(addr[i]),
+                pc: VirtAddr(pc[i]),
+                instrs: instrs[i],
+                size: size[i],
+                kind,
+            });
+        }
+        let header = TraceHeader::new(source);
+        let summary = (|| {
+            let mut writer = NativeWriter::create(&path, &header)?;
+            writer.write_all_thread(0, &accesses)?;
+            writer.finish()
+        })()
+        .map_err(|e| to_py_err(py, e))?;
+        Ok(summary_json(&summary).to_string())
+    })
+}
+
+/// Read a stream (one thread) into columns of little-endian bytes: a dict
+/// with `addr`, `pc` (u64), `instrs` (u32), `size` (u16) and `kind` (u8).
+#[pyfunction]
+#[pyo3(signature = (path, thread=None, skip=0, limit=None))]
+fn trace_read<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    thread: Option<u32>,
+    skip: u64,
+    limit: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let accesses = guarded(py, || {
+        py.detach(|| -> Result<Vec<Access>, Error> {
+            let mut reader = match thread {
+                Some(t) => NativeReader::open_thread(&path, t)?,
+                None => NativeReader::open(&path)?,
+            };
+            reader.seek(skip)?;
+            let mut out = Vec::new();
+            let mut buf = vec![Access::default(); 1 << 16];
+            let limit = limit.unwrap_or(u64::MAX);
+            while (out.len() as u64) < limit {
+                let want = buf.len().min((limit - out.len() as u64) as usize);
+                let n = reader.fill(&mut buf[..want])?;
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+            Ok(out)
+        })
+        .map_err(|e| to_py_err(py, e))
+    })?;
+    let d = PyDict::new(py);
+    let bytes = |f: &dyn Fn(&Access, &mut Vec<u8>)| {
+        let mut v = Vec::new();
+        accesses.iter().for_each(|a| f(a, &mut v));
+        v
+    };
+    d.set_item("addr", PyBytes::new(py, &bytes(&|a, v| v.extend_from_slice(&a.addr.0.to_le_bytes()))))?;
+    d.set_item("pc", PyBytes::new(py, &bytes(&|a, v| v.extend_from_slice(&a.pc.0.to_le_bytes()))))?;
+    d.set_item("instrs", PyBytes::new(py, &bytes(&|a, v| v.extend_from_slice(&a.instrs.to_le_bytes()))))?;
+    d.set_item("size", PyBytes::new(py, &bytes(&|a, v| v.extend_from_slice(&a.size.to_le_bytes()))))?;
+    d.set_item("kind", PyBytes::new(py, &bytes(&|a, v| v.push(a.kind as u8))))?;
+    Ok(d)
+}
 
 /// Add the trace functions to the module.
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_generate, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_write, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_read, m)?)?;
     Ok(())
 }

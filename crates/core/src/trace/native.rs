@@ -27,9 +27,7 @@
 //! block by block up to the damage, where reading stops with an error saying
 //! which block is incomplete.
 
-use std::collections::HashSet;
 use std::fs::File;
-use std::hash::BuildHasherDefault;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -39,6 +37,7 @@ use zstd::zstd_safe;
 use super::Workload;
 use crate::error::{Error, Result, TracePos};
 use crate::types::{Access, AccessKind, VirtAddr};
+use crate::util::hash::SeenSet;
 use crate::util::varint;
 
 /// First 8 bytes of every `.cst` file.
@@ -1789,26 +1788,6 @@ impl<R: Read + Seek + Send> Workload for NativeReader<R> {
 // ---------------------------------------------------------------------------
 // Scanning.
 
-/// A hasher for sets of addresses (std's SipHash is several times slower).
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl std::hash::Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        crate::util::rng::mix64(self.0)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8)) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-type AddrSet = HashSet<u64, BuildHasherDefault<AddrHasher>>;
-
 /// What a full pass over one thread's stream found.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TraceStats {
@@ -1832,8 +1811,8 @@ pub struct TraceStats {
 /// the footprint, one set entry per distinct line).
 pub fn scan_workload(workload: &mut dyn Workload) -> Result<TraceStats> {
     let mut stats = TraceStats::default();
-    let mut lines = AddrSet::default();
-    let mut pages = AddrSet::default();
+    let mut lines = SeenSet::default();
+    let mut pages = SeenSet::default();
     let mut buf = vec![Access::default(); 4096];
     loop {
         let n = workload.fill(&mut buf)?;
@@ -1856,8 +1835,8 @@ pub fn scan_workload(workload: &mut dyn Workload) -> Result<TraceStats> {
             stats.max_addr = Some(stats.max_addr.map_or(a.addr, |m| m.max(a.addr)));
         }
     }
-    stats.lines_64 = lines.len() as u64;
-    stats.pages_4k = pages.len() as u64;
+    stats.lines_64 = lines.len();
+    stats.pages_4k = pages.len();
     Ok(stats)
 }
 

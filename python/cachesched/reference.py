@@ -1,0 +1,105 @@
+"""Running the same trace through pycachesim, the independent reference.
+
+pycachesim (an optional dependency: ``pip install pycachesim``) is used by
+the tests to check our hit and miss counts and by ``cachesched bench`` to
+compare speed. Its semantics match ours under the configuration that
+:func:`equivalent_machine` returns (see docs/validation.md).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+LEVEL_NAMES = ("l1d", "l2", "llc")
+
+
+def loadstore_runs(accesses: pd.DataFrame) -> list[tuple[list[int], list[int]]]:
+    """The accesses as pycachesim's batched ``loadstore`` argument: a list of
+    (loads, stores) pairs that replays them in order."""
+    if (accesses["kind"] == 2).any():
+        raise ValueError("pycachesim has no instruction fetches")
+    kinds = accesses["kind"].to_numpy()
+    addrs = accesses["addr"].to_numpy().tolist()
+    # A new pair starts at every load that follows a store.
+    starts = np.flatnonzero((kinds[1:] == 0) & (kinds[:-1] == 1)) + 1
+    bounds = [0, *starts.tolist(), len(addrs)]
+    runs = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        split = a + int(np.argmax(kinds[a:b] == 1)) if (kinds[a:b] == 1).any() else b
+        runs.append((addrs[a:split], addrs[split:b]))
+    return runs
+
+
+def equivalent_machine(geometry: list[tuple[int, int]], line_bytes: int = 64) -> dict:
+    """A ``machine`` table whose semantics are pycachesim's for the given
+    (size in bytes, ways) per level, top down (1 to 3 levels)."""
+    machine: dict = {"preset": "standard", "tlb": False, "memory": {"frame_allocation": "identity"}}
+    for i, name in enumerate(LEVEL_NAMES):
+        if i < len(geometry):
+            size, ways = geometry[i]
+            machine[name] = {"size_bytes": size, "ways": ways, "line_bytes": line_bytes}
+        else:
+            machine[name] = False
+    machine["l1d"]["store_hit_updates_replacement"] = False
+    return machine
+
+
+def hierarchy(geometry: list[tuple[int, int]], line_bytes: int = 64):
+    """A pycachesim ``CacheSimulator`` for (size in bytes, ways) per level,
+    top down: LRU, write-back; write-allocate at L1 only, so that lower
+    levels allocate written-back lines without fetching them."""
+    import cachesim
+
+    mem = cachesim.MainMemory()
+    below = None
+    levels = []
+    for i in reversed(range(len(geometry))):
+        size, ways = geometry[i]
+        links = {"store_to": below, "load_from": below} if below is not None else {}
+        cache = cachesim.Cache(f"L{i + 1}", size // (ways * line_bytes), ways, line_bytes, "LRU",
+                               write_back=True, write_allocate=(i == 0), **links)
+        if below is None:
+            mem.load_to(cache)
+            mem.store_from(cache)
+        levels.insert(0, cache)
+        below = cache
+    return cachesim.CacheSimulator(levels[0], mem), levels
+
+
+def chunks(accesses: pd.DataFrame, size: int = 1 << 20) -> Iterator[pd.DataFrame]:
+    """Split a DataFrame of accesses into consecutive pieces."""
+    for start in range(0, len(accesses), size):
+        yield accesses.iloc[start:start + size]
+
+
+def counts(levels) -> dict[str, dict[str, int]]:
+    """pycachesim's counters per level, in our names: demand ``hits`` and
+    ``misses``, ``stores_in`` (written-back lines arriving from above; None
+    at L1) and ``dirty_out`` (dirty lines evicted)."""
+    return {
+        LEVEL_NAMES[i]: {
+            "hits": c.HIT_count,
+            "misses": c.MISS_count,
+            "stores_in": c.STORE_count if i > 0 else None,
+            "dirty_out": c.EVICT_count,
+        }
+        for i, c in enumerate(levels)
+    }
+
+
+def our_counts(results, levels: int) -> dict[str, dict[str, int]]:
+    """The same counters from our :class:`~cachesched.Results`."""
+    caches = results.caches.set_index("level")
+    out = {}
+    for i, name in enumerate(LEVEL_NAMES[:levels]):
+        c = caches.loc[name]
+        out[name] = {
+            "hits": int(c.load_hits + c.store_hits + c.ifetch_hits),
+            "misses": int(c.load_misses + c.store_misses + c.ifetch_misses),
+            "stores_in": int(c.writeback_hits + c.writeback_misses) if i > 0 else None,
+            "dirty_out": int(c.dirty_evictions),
+        }
+    return out

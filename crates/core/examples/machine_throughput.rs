@@ -1,7 +1,7 @@
 //! Throughput of the machine alone on an in-memory stream (no trace decoding,
 //! no workload generation in the timed loop): a profiling aid.
 //!
-//! `cargo run --release --example machine_throughput [accesses]`
+//! `cargo run --release --example machine_throughput [accesses] [footprint_bytes]`
 
 use std::time::Instant;
 
@@ -11,24 +11,22 @@ use cachesched_core::util::rng::Rng;
 use cachesched_core::{Access, AccessKind, Asid, CoreId, TaskId, VirtAddr};
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
+    let args: Vec<u64> = std::env::args().skip(1).map(|s| s.parse().unwrap()).collect();
+    let n = *args.first().unwrap_or(&20_000_000) as usize;
+    let footprint = *args.get(1).unwrap_or(&(16 << 10));
     let mut rng = Rng::from_seed(42);
-    let (mut stream, zipf_lines) = (0u64, 1u64 << 20);
     let accesses: Vec<Access> = (0..n)
         .map(|_| {
-            let addr = if rng.chance(0.5) {
-                stream = (stream + 8) % (256 << 20);
-                0x10_0000_0000 + stream
-            } else {
-                // Log-uniform ranks approximate Zipf(1); scatter them with a multiplier.
-                let rank = (zipf_lines as f64).powf(rng.next_f64()) as u64;
-                0x20_0000_0000 + (rank.wrapping_mul(0x9E37_79B9) % zipf_lines) * 64
-            };
+            let addr = 0x10_0000_0000 + rng.below(footprint / 8) * 8;
             let kind = if rng.chance(0.3) { AccessKind::Store } else { AccessKind::Load };
             Access { addr: VirtAddr(addr), pc: VirtAddr(0x400000), instrs: 3, size: 8, kind }
         })
         .collect();
-    for tlb in [true, false] {
+    let variants: &[bool] = if args.get(2) == Some(&1) { &[true] } else { &[true, false] };
+    let start = Instant::now();
+    let sum: u64 = accesses.iter().map(|a| a.addr.0 ^ a.kind as u64).fold(0, |x, y| x.wrapping_add(y));
+    println!("baseline read of the stream: {:.2} ns each ({sum})", start.elapsed().as_secs_f64() * 1e9 / n as f64);
+    for &tlb in variants {
         let mut cfg = config::from_json_str(r#"{"workload": {"kind": "stream"}}"#).unwrap().config;
         if !tlb {
             cfg.machine.tlb = None;
@@ -41,11 +39,6 @@ fn main() {
             cycles += m.access(CoreId(0), TaskId(0), Asid(0), a) as u64;
         }
         let secs = start.elapsed().as_secs_f64();
-        println!("tlb={tlb}: {:.1} M accesses/s (stall cycles {cycles})", n as f64 / secs / 1e6);
-        for c in m.caches() {
-            let s = &c.stats;
-            let (h, mi): (u64, u64) = (s.hits[..3].iter().sum(), s.misses[..3].iter().sum());
-            println!("  {:<22} demand miss ratio {:.4} of {}", c.path, mi as f64 / (h + mi) as f64, h + mi);
-        }
+        println!("tlb={tlb}: {:.1} M accesses/s ({:.2} ns each; stall cycles {cycles})", n as f64 / secs / 1e6, secs * 1e9 / n as f64);
     }
 }

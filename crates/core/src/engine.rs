@@ -123,16 +123,20 @@ impl Engine {
             .tasks
             .iter()
             .enumerate()
-            .map(|(i, s)| TaskResult {
-                task: i as u32,
-                name: format!("task{i}"),
-                cpi: if s.instructions > 0 { s.cycles / s.instructions as f64 } else { 0.0 },
-                stats: s.clone(),
+            .map(|(i, s)| {
+                let cycles = m.cycles_of(TaskId(i as u32));
+                TaskResult {
+                    task: i as u32,
+                    name: format!("task{i}"),
+                    cycles,
+                    cpi: if s.instructions > 0 { cycles / s.instructions as f64 } else { 0.0 },
+                    stats: s.clone(),
+                }
             })
             .collect();
         let accesses: u64 = tasks.iter().map(|t| t.stats.accesses).sum();
         let instructions: u64 = tasks.iter().map(|t| t.stats.instructions).sum();
-        let cycles = tasks.iter().map(|t| t.stats.cycles).fold(0.0, f64::max).round() as u64;
+        let cycles = tasks.iter().map(|t| t.cycles).fold(0.0, f64::max).round() as u64;
         Results {
             version: env!("CARGO_PKG_VERSION"),
             config: self.config.to_json(),

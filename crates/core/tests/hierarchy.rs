@@ -306,7 +306,7 @@ fn latency_is_that_of_the_serving_level_and_cycles_add_up() {
     assert_eq!(m.access(CoreId(0), TaskId(0), Asid(0), &a), 1);
     let t = &m.tasks[0];
     assert_eq!(t.stall_cycles, 201);
-    assert_eq!(t.cycles, 2.0 + 201.0);
+    assert_eq!(m.cycles_of(TaskId(0)), 2.0 + 201.0);
     assert_eq!(t.levels[Level::L1d as usize].compulsory[0], 1);
     assert_eq!(t.memory_local, 1);
 }

@@ -38,9 +38,13 @@ pub fn parse_at<T: DeserializeOwned>(value: &serde_json::Value, loc: &str) -> Re
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        let inner = e.into_inner();
-        let message = inner.to_string();
-        Error::config(join_path(loc, &path), serde_code(&message), message)
+        let message = e.into_inner().to_string();
+        let mut at = join_path(loc, &path);
+        // serde reports a missing field at the table that lacks it; point at the field.
+        if let Some(field) = message.strip_prefix("missing field `").and_then(|m| m.split('`').next()) {
+            at = join_path(&at, field);
+        }
+        Error::config(at, serde_code(&message), message)
     })
 }
 

@@ -17,6 +17,29 @@ use crate::util::hash::SeenSet;
 
 const INVALID: u64 = u64::MAX;
 
+/// The way of a set whose tag is `key`, if any.
+///
+/// Tags are compared four at a time into a bit mask: the matching way's
+/// position is random, so an early exit per way would mispredict on most
+/// lookups, while one branch per four ways (found or not) predicts well and
+/// the four compares compile to a handful of instructions.
+#[inline(always)]
+pub(crate) fn find_way(tags: &[u64], key: u64) -> Option<usize> {
+    let mut chunks = tags.chunks_exact(4);
+    let mut base = 0;
+    for c in &mut chunks {
+        let m = (c[0] == key) as u32
+            | ((c[1] == key) as u32) << 1
+            | ((c[2] == key) as u32) << 2
+            | ((c[3] == key) as u32) << 3;
+        if m != 0 {
+            return Some(base + m.trailing_zeros() as usize);
+        }
+        base += 4;
+    }
+    chunks.remainder().iter().position(|&t| t == key).map(|w| base + w)
+}
+
 /// Maps a line or page number to a set: a mask for power-of-two set counts
 /// (the common case, on the hot path), a modulo otherwise.
 #[derive(Debug, Clone, Copy)]
@@ -147,7 +170,7 @@ impl CacheParams {
             return;
         }
         let way_bytes = self.effective_ways() * self.line_bytes as u64;
-        if self.size_bytes.0 == 0 || self.size_bytes.0 % way_bytes != 0 {
+        if self.size_bytes.0 == 0 || !self.size_bytes.0.is_multiple_of(way_bytes) {
             issues.push(
                 at("size_bytes"),
                 "invalid_geometry",
@@ -200,6 +223,15 @@ pub struct Evicted {
     pub owner: TaskId,
     /// Whether it held data newer than the level below.
     pub dirty: bool,
+}
+
+/// What a fill did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filled {
+    /// The line was placed, evicting this line if the set was full.
+    Placed(Option<Evicted>),
+    /// Every way of the set is locked: the line was not cached.
+    Bypassed,
 }
 
 /// Which lines a flush or invalidation applies to.
@@ -332,7 +364,7 @@ impl Cache {
     pub fn find(&self, line: LineAddr) -> Option<Slot> {
         let set = self.set_of(line);
         let base = set * self.ways;
-        self.tags[base..base + self.ways].iter().position(|&t| t == line.0).map(|way| Slot { set, way })
+        find_way(&self.tags[base..base + self.ways], line.0).map(|way| Slot { set, way })
     }
 
     #[inline(always)]
@@ -350,28 +382,30 @@ impl Cache {
         Touch { set: slot.set, way: slot.way, pc: req.pc, req: req.kind, task: req.task }
     }
 
-    /// Record a hit on `slot` and update the replacement state. A store hit
-    /// on a write-back L1 marks the line dirty; a write-back from above marks
-    /// it dirty without touching the replacement state.
+    /// Record a demand or page-walk hit on `slot` and update the replacement
+    /// state. A store hit on a write-back L1 marks the line dirty.
     #[inline(always)]
     pub fn hit(&mut self, slot: Slot, req: &Req) {
+        debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
         self.stats.hits[req.kind as usize] += 1;
         let i = self.at(slot);
-        match req.kind {
-            ReqKind::Writeback => {
-                self.dirty[i] |= self.write_back;
-                return;
-            }
-            ReqKind::Store if self.receives_stores => {
-                self.dirty[i] |= self.write_back;
-                if !self.store_hit_updates {
-                    return;
-                }
-            }
-            _ => {}
+        // Branch-free on the kind: loads and stores come in no predictable order.
+        let store = req.kind == ReqKind::Store;
+        self.dirty[i] |= store & self.receives_stores & self.write_back;
+        if !self.store_hit_updates && store && self.receives_stores {
+            return;
         }
         self.last_slot = i;
         self.policy.on_hit(&Self::touch(slot, req));
+    }
+
+    /// Record a write-back from the level above hitting `slot`: the line
+    /// becomes dirty (in a write-back cache); the replacement state is not
+    /// touched, since a write-back says nothing about future use.
+    pub fn writeback_hit(&mut self, slot: Slot) {
+        self.stats.hits[ReqKind::Writeback as usize] += 1;
+        let i = self.at(slot);
+        self.dirty[i] |= self.write_back;
     }
 
     /// If `line` is the line hit or filled last and hitting it again changes
@@ -385,9 +419,7 @@ impl Cache {
         }
         let i = self.last_slot;
         self.stats.hits[req.kind as usize] += 1;
-        if req.kind == ReqKind::Store {
-            self.dirty[i] |= self.write_back;
-        }
+        self.dirty[i] |= (req.kind == ReqKind::Store) & self.write_back;
         true
     }
 
@@ -413,9 +445,9 @@ impl Cache {
 
     /// Place `line` (not present) for `req.task`. Takes an invalid way if the
     /// set has one, else asks the policy for a victim among the unlocked ways.
-    /// Returns `Err(())` if every way is locked (the line is not cached), else
-    /// the evicted line, if any.
-    pub fn fill(&mut self, line: LineAddr, dirty: bool, req: &Req) -> Result<Option<Evicted>, ()> {
+    /// Says whether the line was placed (and what it evicted) or bypassed
+    /// because every way is locked.
+    pub fn fill(&mut self, line: LineAddr, dirty: bool, req: &Req) -> Filled {
         let set = self.set_of(line);
         let base = set * self.ways;
         let (slot, evicted) = match self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
@@ -424,7 +456,7 @@ impl Cache {
                 let locked = if self.locked_count > 0 { Some(&self.locked[base..base + self.ways]) } else { None };
                 if locked.is_some_and(|l| l.iter().all(|&x| x)) {
                     self.stats.bypasses += 1;
-                    return Err(());
+                    return Filled::Bypassed;
                 }
                 let q = VictimQuery { set, pc: req.pc, req: req.kind, task: req.task, locked };
                 let slot = Slot { set, way: self.policy.victim(&q) };
@@ -443,7 +475,7 @@ impl Cache {
         self.dirty[i] = dirty && self.write_back;
         self.stats.fills += 1;
         self.policy.on_fill(&Self::touch(slot, req));
-        Ok(evicted)
+        Filled::Placed(evicted)
     }
 
     /// Note that `line` was placed here without a lookup (a victim filled
@@ -592,7 +624,7 @@ mod tests {
             }
             None => {
                 c.miss(LineAddr(line), &r);
-                c.fill(LineAddr(line), false, &r).unwrap();
+                c.fill(LineAddr(line), false, &r);
                 false
             }
         }
@@ -673,7 +705,7 @@ mod tests {
             assert!(c.contains(LineAddr(10)));
         }
         assert!(c.set_locked(LineAddr(29), true));
-        assert_eq!(c.fill(LineAddr(99), false, &req(ReqKind::Load)), Err(()));
+        assert_eq!(c.fill(LineAddr(99), false, &req(ReqKind::Load)), Filled::Bypassed);
         assert_eq!(c.stats.bypasses, 1);
         assert!(!c.set_locked(LineAddr(98), true));
     }
@@ -683,10 +715,10 @@ mod tests {
         let mut c = cache(1, 1, "lru");
         let st = req(ReqKind::Store);
         c.miss(LineAddr(5), &st);
-        c.fill(LineAddr(5), true, &st).unwrap();
+        c.fill(LineAddr(5), true, &st);
         assert!(c.is_dirty(LineAddr(5)));
-        let ev = c.fill(LineAddr(6), false, &req(ReqKind::Load)).unwrap();
-        assert_eq!(ev, Some(Evicted { line: LineAddr(5), owner: TaskId(0), dirty: true }));
+        let ev = c.fill(LineAddr(6), false, &req(ReqKind::Load));
+        assert_eq!(ev, Filled::Placed(Some(Evicted { line: LineAddr(5), owner: TaskId(0), dirty: true })));
         assert_eq!(c.stats.dirty_evictions, 1);
     }
 
@@ -709,7 +741,7 @@ mod tests {
     fn remove_by_scope() {
         let mut c = cache(4, 2, "lru");
         for (l, t) in [(0, 0), (1, 1), (2, 0), (3, 1)] {
-            c.fill(LineAddr(l), false, &Req { kind: ReqKind::Load, pc: VirtAddr(0), task: TaskId(t) }).unwrap();
+            c.fill(LineAddr(l), false, &Req { kind: ReqKind::Load, pc: VirtAddr(0), task: TaskId(t) });
         }
         let mut out = Vec::new();
         c.remove(Scope::Task(TaskId(1)), &mut out);

@@ -21,14 +21,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::{Cache, CacheParams, Evicted, Inclusion, Req, Scope};
+use super::cache::{Cache, CacheParams, Evicted, Filled, Inclusion, Req, Scope};
 use super::page_table::{FrameAllocation, PageTable, Placement};
 use super::replacement::ReqKind;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
 use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::stats::{Level, NodeStats, TaskStats};
-use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
+use crate::types::{Access, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 
 /// Memory and NUMA configuration (`machine.memory`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,7 +190,7 @@ impl MachineParams {
             "a page must hold at least one cache line",
         );
         issues.check(
-            m.node_bytes.0 >= m.page_bytes.0 && m.page_bytes.0 > 0 && m.node_bytes.0 % m.page_bytes.0 == 0,
+            m.node_bytes.0 >= m.page_bytes.0 && m.page_bytes.0 > 0 && m.node_bytes.0.is_multiple_of(m.page_bytes.0),
             mloc("node_bytes"),
             "invalid_value",
             format!("expected a positive multiple of the page size, got {}", m.node_bytes),
@@ -255,6 +255,28 @@ struct Ports {
     dtlb: Option<usize>,
     itlb: Option<usize>,
     stlb: Option<usize>,
+}
+
+impl Ports {
+    /// The cache path a request of `kind` takes.
+    #[inline(always)]
+    fn path(&self, kind: ReqKind) -> &Path {
+        if kind == ReqKind::Ifetch {
+            &self.instr
+        } else {
+            &self.data
+        }
+    }
+
+    /// The L1 TLB a request of `kind` looks up first (none without TLBs).
+    #[inline(always)]
+    fn l1_tlb(&self, kind: ReqKind) -> Option<usize> {
+        if kind == ReqKind::Ifetch {
+            self.itlb.or(self.dtlb)
+        } else {
+            self.dtlb
+        }
+    }
 }
 
 /// Sockets, cores, caches, TLBs and memory, with the per-task counters.
@@ -425,43 +447,54 @@ impl Machine {
     /// that of the slowest line.
     #[inline]
     pub fn access(&mut self, core: CoreId, task: TaskId, asid: Asid, a: &Access) -> u32 {
-        let ports = self.cores[core.0 as usize];
+        let c = core.0 as usize;
         let req = Req { kind: a.kind.into(), pc: a.pc, task };
         let stats = &mut self.tasks[task.0 as usize];
         stats.accesses += 1;
         stats.instructions += a.instrs as u64;
-        let instr = a.kind == AccessKind::Ifetch;
-        let path = if instr { &ports.instr } else { &ports.data };
         let first = a.addr.0 >> self.line_shift;
         let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
-        let latency = if first == last {
-            if let Some(latency) = self.repeat(core, &ports, path, &req, asid, first) {
-                latency
-            } else {
-                let (paddr, t) = self.translate(&ports, &req, asid, a.addr.0);
-                let line = LineAddr(paddr >> self.line_shift);
-                self.memos[core.0 as usize][instr as usize] = Memo { vline: first + 1, asid: asid.0, pline: line.0 };
-                t + self.access_line(&ports, path, line, &req)
-            }
-        } else {
-            let mut worst = 0;
-            let mut page = (u64::MAX, 0, 0);
-            for vline in first..=last {
-                let vaddr = vline << self.line_shift;
-                if vaddr >> self.page_shift != page.0 {
-                    let (paddr, t) = self.translate(&ports, &req, asid, vaddr.max(a.addr.0));
-                    page = (vaddr >> self.page_shift, paddr >> self.page_shift, t);
-                }
-                let line = (page.1 << (self.page_shift - self.line_shift))
-                    | (vline & ((1 << (self.page_shift - self.line_shift)) - 1));
-                worst = worst.max(page.2 + self.access_line(&ports, path, LineAddr(line), &req));
-            }
-            worst
-        };
-        let stats = &mut self.tasks[task.0 as usize];
-        stats.stall_cycles += latency as u64;
-        stats.cycles += a.instrs as f64 * self.base_cpi + latency as f64;
+        let latency =
+            if first == last { self.access_one(c, &req, asid, a.addr.0, first) } else { self.access_split(c, &req, asid, a) };
+        self.tasks[task.0 as usize].stall_cycles += latency as u64;
         latency
+    }
+
+    /// Cycles `task` has spent: its instructions at the base CPI plus its stalls.
+    pub fn cycles_of(&self, task: TaskId) -> f64 {
+        let t = &self.tasks[task.0 as usize];
+        t.instructions as f64 * self.base_cpi + t.stall_cycles as f64
+    }
+
+    /// A reference within one line: the common case, kept short.
+    #[inline(always)]
+    fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64) -> u32 {
+        if let Some(latency) = self.repeat(c, req, asid, vline) {
+            return latency;
+        }
+        let (paddr, t) = self.translate(c, req, asid, vaddr);
+        let line = LineAddr(paddr >> self.line_shift);
+        self.memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
+        t + self.access_line(c, line, req)
+    }
+
+    /// A reference that crosses line (and maybe page) boundaries.
+    fn access_split(&mut self, c: usize, req: &Req, asid: Asid, a: &Access) -> u32 {
+        let first = a.addr.0 >> self.line_shift;
+        let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
+        let lines_per_page = self.page_shift - self.line_shift;
+        let mut worst = 0;
+        let mut page = (u64::MAX, 0, 0);
+        for vline in first..=last {
+            let vaddr = vline << self.line_shift;
+            if vaddr >> self.page_shift != page.0 {
+                let (paddr, t) = self.translate(c, req, asid, vaddr.max(a.addr.0));
+                page = (vaddr >> self.page_shift, paddr >> self.page_shift, t);
+            }
+            let line = (page.1 << lines_per_page) | (vline & ((1 << lines_per_page) - 1));
+            worst = worst.max(page.2 + self.access_line(c, LineAddr(line), req));
+        }
+        worst
     }
 
     /// The shortcut for a reference to the line the core referenced last
@@ -470,20 +503,19 @@ impl Machine {
     /// recent one, and the policies say a repeated hit changes nothing, count
     /// the hits without any lookup. Returns `None` to take the full path.
     #[inline(always)]
-    fn repeat(&mut self, core: CoreId, ports: &Ports, path: &Path, req: &Req, asid: Asid, vline: u64) -> Option<u32> {
-        let memo = self.memos[core.0 as usize][(req.kind == ReqKind::Ifetch) as usize];
+    fn repeat(&mut self, c: usize, req: &Req, asid: Asid, vline: u64) -> Option<u32> {
+        let memo = self.memos[c][(req.kind == ReqKind::Ifetch) as usize];
         if memo.vline != vline + 1 || memo.asid != asid.0 {
             return None;
         }
-        let l1 = path.at(0);
-        let cache = &self.caches[l1];
-        if req.kind == ReqKind::Store && !cache.write_back {
+        let ports = &self.cores[c];
+        let l1 = ports.path(req.kind).at(0);
+        if !self.caches[l1].write_back && req.kind == ReqKind::Store {
             return None;
         }
         let mut latency = 0;
         let task = req.task.0 as usize;
-        if let Some(dtlb) = ports.dtlb {
-            let t = if req.kind == ReqKind::Ifetch { ports.itlb.unwrap_or(dtlb) } else { dtlb };
+        if let Some(t) = ports.l1_tlb(req.kind) {
             let key = tlb::key(asid, (vline << self.line_shift) >> self.page_shift);
             if !self.tlbs[t].rehit_possible(key) || !self.caches[l1].rehit_possible(LineAddr(memo.pline)) {
                 return None;
@@ -492,8 +524,7 @@ impl Machine {
             self.tasks[task].tlb.l1_hits += 1;
             latency += self.tlbs[t].latency_cycles;
         }
-        let cache = &mut self.caches[l1];
-        if !cache.rehit(LineAddr(memo.pline), req) {
+        if !self.caches[l1].rehit(LineAddr(memo.pline), req) {
             return None;
         }
         self.tasks[task].levels[self.cache_level[l1] as usize].hits[req.kind as usize] += 1;
@@ -501,24 +532,36 @@ impl Machine {
     }
 
     /// Translate a virtual address; returns the physical address and the
-    /// cycles translation cost.
-    #[inline]
-    fn translate(&mut self, ports: &Ports, req: &Req, asid: Asid, vaddr: u64) -> (u64, u32) {
+    /// cycles translation cost. An L1 TLB hit is handled here; the rest in
+    /// [`Machine::translate_miss`].
+    #[inline(always)]
+    fn translate(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64) -> (u64, u32) {
         let vpn = vaddr >> self.page_shift;
         let offset = vaddr & ((1 << self.page_shift) - 1);
-        let Some(dtlb) = ports.dtlb else {
-            let frame = self.page_table.translate(asid, vpn, ports.node).frame;
+        let Some(l1) = self.cores[c].l1_tlb(req.kind) else {
+            let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
             return ((frame << self.page_shift) | offset, 0);
         };
-        let l1 = if req.kind == ReqKind::Ifetch { ports.itlb.unwrap_or(dtlb) } else { dtlb };
+        let key = tlb::key(asid, vpn);
+        let (frame, latency) = match self.tlbs[l1].lookup(key) {
+            Some(frame) => {
+                self.tasks[req.task.0 as usize].tlb.l1_hits += 1;
+                (frame, self.tlbs[l1].latency_cycles)
+            }
+            None => self.translate_miss(c, l1, req, asid, vpn),
+        };
+        ((frame << self.page_shift) | offset, latency)
+    }
+
+    /// After an L1 TLB miss: the L2 TLB, else a page walk; fills the TLBs.
+    /// Returns the frame and the cycles.
+    #[inline(never)]
+    fn translate_miss(&mut self, c: usize, l1: usize, req: &Req, asid: Asid, vpn: u64) -> (u64, u32) {
         let key = tlb::key(asid, vpn);
         let task = req.task.0 as usize;
-        if let Some(frame) = self.tlbs[l1].lookup(key) {
-            self.tasks[task].tlb.l1_hits += 1;
-            return ((frame << self.page_shift) | offset, self.tlbs[l1].latency_cycles);
-        }
+        let stlb = self.cores[c].stlb;
         self.tasks[task].tlb.l1_misses += 1;
-        let (frame, latency) = match ports.stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
+        let (frame, latency) = match stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
             Some((s, Some(frame))) => {
                 self.tasks[task].tlb.l2_hits += 1;
                 if self.l2_victim_fill {
@@ -526,42 +569,42 @@ impl Machine {
                 }
                 (frame, self.tlbs[s].latency_cycles)
             }
-            stlb => {
-                if stlb.is_some() {
+            found => {
+                if found.is_some() {
                     self.tasks[task].tlb.l2_misses += 1;
                 }
-                let frame = self.page_table.translate(asid, vpn, ports.node).frame;
-                let cycles = self.walk_cost(ports, req, asid, vpn);
+                let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
+                let cycles = self.walk_cost(c, req, asid, vpn);
                 let t = &mut self.tasks[task].tlb;
                 t.walks += 1;
                 t.walk_cycles += cycles as u64;
-                if let (Some(s), false) = (ports.stlb, self.l2_victim_fill) {
+                if let (Some(s), false) = (stlb, self.l2_victim_fill) {
                     self.tlbs[s].insert(key, frame);
                 }
                 (frame, cycles)
             }
         };
         if let Some((vkey, vframe)) = self.tlbs[l1].insert(key, frame) {
-            if let (Some(s), true) = (ports.stlb, self.l2_victim_fill) {
+            if let (Some(s), true) = (stlb, self.l2_victim_fill) {
                 if !self.tlbs[s].probe(vkey) {
                     self.tlbs[s].insert(vkey, vframe);
                 }
             }
         }
-        ((frame << self.page_shift) | offset, latency)
+        (frame, latency)
     }
 
     /// Cycles of a page walk: fixed, or the page-table entry reads through
     /// the core's data caches plus the fixed overhead.
-    fn walk_cost(&mut self, ports: &Ports, req: &Req, asid: Asid, vpn: u64) -> u32 {
+    fn walk_cost(&mut self, c: usize, req: &Req, asid: Asid, vpn: u64) -> u32 {
         match self.walk {
             WalkModel::Fixed => self.walk_latency,
             WalkModel::Radix => {
                 let walk = Req { kind: ReqKind::Walk, pc: req.pc, task: req.task };
                 let mut cycles = self.walk_latency;
                 for level in 0..self.radix_levels {
-                    let pte = self.page_table.entry_addr(asid, vpn, level, self.radix_levels, ports.node);
-                    cycles += self.access_line(ports, &ports.data, LineAddr(pte >> self.line_shift), &walk);
+                    let pte = self.page_table.entry_addr(asid, vpn, level, self.radix_levels, self.cores[c].node);
+                    cycles += self.access_line(c, LineAddr(pte >> self.line_shift), &walk);
                 }
                 cycles
             }
@@ -576,19 +619,22 @@ impl Machine {
     }
 
     /// One line through the hierarchy; returns the latency of the level that served it.
-    #[inline]
-    fn access_line(&mut self, ports: &Ports, path: &Path, line: LineAddr, req: &Req) -> u32 {
-        let (served, _) = self.lookup(path, 0, line, req, ports.node);
-        let top = path.at(0);
-        if req.kind == ReqKind::Store
-            && (!self.caches[top].write_back || (!self.caches[top].write_allocate && !self.caches[top].contains(line)))
+    #[inline(always)]
+    fn access_line(&mut self, c: usize, line: LineAddr, req: &Req) -> u32 {
+        let path = *self.cores[c].path(req.kind);
+        let node = self.cores[c].node;
+        let (served, _) = self.lookup(&path, 0, line, req, node);
+        let top = &self.caches[path.at(0)];
+        if !(top.write_back && top.write_allocate)
+            && req.kind == ReqKind::Store
+            && (!top.write_back || !top.contains(line))
         {
             // Write-through, or a store that did not allocate: the data goes down.
-            self.write_down(path, 1, line, req.task);
+            self.write_down(&path, 1, line, req.task);
         }
         if served < path.len as usize {
             self.caches[path.at(served)].latency_cycles
-        } else if self.node_of(line) == ports.node {
+        } else if self.node_of(line) == node {
             self.local_latency
         } else {
             self.remote_latency
@@ -598,25 +644,32 @@ impl Machine {
     /// Look `line` up at level `i` of `path` and below; returns the index of
     /// the level that served it (`path.len` for memory) and whether the line
     /// arrives dirty (given up by an exclusive level).
+    #[inline(always)]
     fn lookup(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
         let c = path.at(i);
-        let level = self.cache_level[c] as usize;
-        let kind = req.kind as usize;
-        if let Some(slot) = self.caches[c].find(line) {
-            self.caches[c].hit(slot, req);
-            if req.kind.is_demand() {
-                self.tasks[req.task.0 as usize].levels[level].hits[kind] += 1;
-            }
-            if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
-                return (i, self.caches[c].take(slot).dirty);
-            }
-            return (i, false);
+        let Some(slot) = self.caches[c].find(line) else {
+            return self.miss_at(path, i, line, req, node);
+        };
+        self.caches[c].hit(slot, req);
+        if req.kind.is_demand() {
+            self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
         }
+        if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
+            return (i, self.caches[c].take(slot).dirty);
+        }
+        (i, false)
+    }
+
+    /// `line` missed at level `i` of `path`: count it, fetch it from below,
+    /// and place it here unless this level is exclusive.
+    #[inline(never)]
+    fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
+        let c = path.at(i);
         let compulsory = self.caches[c].miss(line, req);
         if req.kind.is_demand() {
-            let counters = &mut self.tasks[req.task.0 as usize].levels[level];
-            counters.misses[kind] += 1;
-            counters.compulsory[kind] += compulsory as u64;
+            let counters = &mut self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize];
+            counters.misses[req.kind as usize] += 1;
+            counters.compulsory[req.kind as usize] += compulsory as u64;
         }
         if i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate {
             return (0, false);
@@ -632,10 +685,10 @@ impl Machine {
         }
         let dirty = carried || (i == 0 && req.kind == ReqKind::Store);
         match self.caches[c].fill(line, dirty, req) {
-            Ok(Some(victim)) => self.evicted(path, i, victim),
-            Ok(None) => {}
-            Err(()) if dirty => self.write_down(path, i + 1, line, req.task),
-            Err(()) => {}
+            Filled::Placed(Some(victim)) => self.evicted(path, i, victim),
+            Filled::Placed(None) => {}
+            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task),
+            Filled::Bypassed => {}
         }
         (served, false)
     }
@@ -679,16 +732,16 @@ impl Machine {
         let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: victim.owner };
         if let Some(slot) = self.caches[c].find(victim.line) {
             if victim.dirty {
-                self.caches[c].hit(slot, &req);
+                self.caches[c].writeback_hit(slot);
             }
             return;
         }
         self.caches[c].mark_seen(victim.line);
         match self.caches[c].fill(victim.line, victim.dirty, &req) {
-            Ok(Some(next)) => self.evicted(path, i, next),
-            Ok(None) => {}
-            Err(()) if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner),
-            Err(()) => {}
+            Filled::Placed(Some(next)) => self.evicted(path, i, next),
+            Filled::Placed(None) => {}
+            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner),
+            Filled::Bypassed => {}
         }
     }
 
@@ -704,7 +757,7 @@ impl Machine {
         let c = path.at(i);
         let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: owner };
         if let Some(slot) = self.caches[c].find(line) {
-            self.caches[c].hit(slot, &req);
+            self.caches[c].writeback_hit(slot);
             if !self.caches[c].write_back {
                 self.write_down(path, i + 1, line, owner);
             }
@@ -715,9 +768,9 @@ impl Machine {
             return self.write_down(path, i + 1, line, owner);
         }
         match self.caches[c].fill(line, true, &req) {
-            Ok(Some(victim)) => self.evicted(path, i, victim),
-            Ok(None) => {}
-            Err(()) => self.write_down(path, i + 1, line, owner),
+            Filled::Placed(Some(victim)) => self.evicted(path, i, victim),
+            Filled::Placed(None) => {}
+            Filled::Bypassed => self.write_down(path, i + 1, line, owner),
         }
     }
 

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::SetIndex;
+use super::cache::{find_way, SetIndex};
 use super::replacement::{Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
@@ -44,7 +44,7 @@ impl Default for TlbLevelParams {
 impl TlbLevelParams {
     /// Check the geometry, recording problems under `loc`.
     pub fn validate(&self, loc: &str, issues: &mut Issues) {
-        if self.ways == 0 || self.entries == 0 || self.entries % self.ways != 0 {
+        if self.ways == 0 || self.entries == 0 || !self.entries.is_multiple_of(self.ways) {
             issues.push(
                 format!("{loc}.entries"),
                 "invalid_geometry",
@@ -193,19 +193,25 @@ impl Tlb {
     }
 
     #[inline(always)]
-    fn touch(&self, slot: usize) -> Touch {
-        Touch { set: slot / self.ways, way: slot % self.ways, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE }
+    fn touch(set: usize, way: usize) -> Touch {
+        Touch { set, way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE }
+    }
+
+    #[inline(always)]
+    fn touch_slot(&self, slot: usize) -> Touch {
+        Self::touch(slot / self.ways, slot % self.ways)
     }
 
     /// Look up a key; on a hit update the replacement state and return the frame.
     #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
-        let base = self.set_of(key) * self.ways;
-        match self.tags[base..base + self.ways].iter().position(|&t| t == key) {
+        let set = self.set_of(key);
+        let base = set * self.ways;
+        match find_way(&self.tags[base..base + self.ways], key) {
             Some(way) => {
                 self.stats.hits += 1;
                 self.last_slot = base + way;
-                let t = self.touch(base + way);
+                let t = Self::touch(set, way);
                 self.policy.on_hit(&t);
                 Some(self.frames[base + way])
             }
@@ -249,7 +255,7 @@ impl Tlb {
             None => {
                 let q = VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE, locked: None };
                 let slot = base + self.policy.victim(&q);
-                let t = self.touch(slot);
+                let t = self.touch_slot(slot);
                 self.policy.on_evict(&t);
                 self.stats.evictions += 1;
                 (slot, Some((self.tags[slot], self.frames[slot])))
@@ -258,7 +264,7 @@ impl Tlb {
         self.last_slot = slot;
         self.tags[slot] = key;
         self.frames[slot] = frame;
-        let t = self.touch(slot);
+        let t = self.touch_slot(slot);
         self.policy.on_fill(&t);
         evicted
     }
@@ -268,7 +274,7 @@ impl Tlb {
         let base = self.set_of(key) * self.ways;
         match self.tags[base..base + self.ways].iter().position(|&t| t == key) {
             Some(way) => {
-                let t = self.touch(base + way);
+                let t = self.touch_slot(base + way);
                 self.policy.on_evict(&t);
                 self.tags[base + way] = INVALID;
                 true
@@ -284,7 +290,7 @@ impl Tlb {
         for slot in 0..self.tags.len() {
             let tag = self.tags[slot];
             if tag != INVALID && asid.is_none_or(|a| tag >> VPN_BITS == a.0 as u64) {
-                let t = self.touch(slot);
+                let t = self.touch_slot(slot);
                 self.policy.on_evict(&t);
                 self.tags[slot] = INVALID;
                 removed += 1;

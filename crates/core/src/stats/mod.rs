@@ -90,8 +90,6 @@ pub struct TaskStats {
     pub accesses: u64,
     /// Instructions retired.
     pub instructions: u64,
-    /// Cycles spent: `instructions * base_cpi + stall_cycles`.
-    pub cycles: f64,
     /// Cycles added by the memory hierarchy (translation and data).
     pub stall_cycles: u64,
     /// Per level, indexed by [`Level`].
@@ -111,6 +109,8 @@ pub struct TaskResult {
     pub task: u32,
     /// Task name.
     pub name: String,
+    /// Cycles spent: `instructions * base_cpi + stall_cycles`.
+    pub cycles: f64,
     /// Cycles per instruction.
     pub cpi: f64,
     /// The counters.

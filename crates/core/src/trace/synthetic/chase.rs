@@ -20,7 +20,7 @@ use crate::trace::{Workload, WorkloadCtx};
 use crate::util::rng::Rng;
 
 use super::common::{build_leaf, element_count, leaf_params, stream_rng, AddrGen, Length, DEFAULT_WORKING_SET_BYTES};
-use super::perm::Permutation;
+use crate::util::perm::Permutation;
 
 leaf_params! {
     /// Parameters of `kind = "chase"`.

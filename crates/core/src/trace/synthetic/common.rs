@@ -14,7 +14,7 @@ use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, AccessKind, VirtAddr};
 use crate::util::rng::Rng;
 
-use super::perm::Permutation;
+use crate::util::perm::Permutation;
 
 /// Default stream length of a leaf generator.
 pub const DEFAULT_ACCESSES: u64 = 1_000_000;

@@ -23,7 +23,6 @@
 pub mod chase;
 pub(crate) mod common;
 pub mod mix;
-pub mod perm;
 pub mod phases;
 pub mod stream;
 pub mod uniform;

@@ -263,8 +263,8 @@ mod tests {
         );
         let e = build_err("phases", json!({"phases": []}));
         assert_eq!(e, [("workload.params.phases".into(), "empty")]);
-        // serde reports a missing field at the object that lacks it.
+        // A missing field is reported at the field itself.
         let e = build_err("phases", json!({"phases": [{"workload": {"kind": "stream"}}]}));
-        assert_eq!(e, [("workload.params.phases[0]".into(), "missing_field")]);
+        assert_eq!(e, [("workload.params.phases[0].accesses".into(), "missing_field")]);
     }
 }

@@ -26,7 +26,7 @@ use crate::util::rng::Rng;
 use super::common::{
     build_leaf, element_count, field_loc, leaf_params, stream_rng, AddrGen, Length, DEFAULT_WORKING_SET_BYTES,
 };
-use super::perm::Permutation;
+use crate::util::perm::Permutation;
 
 /// Ranks that get a table column each; the rest are sampled in bands. At
 /// 24 bytes a column, the table of a generator takes 192 KiB plus about

@@ -81,17 +81,13 @@ impl Engine {
             if !warm && done + n as u64 >= warmup {
                 // Split the batch at the end of warm-up.
                 let (before, after) = batch.split_at((warmup - done) as usize);
-                before.iter().for_each(|a| {
-                    self.machine.access(core, task, asid, a);
-                });
+                self.machine.access_batch(core, task, asid, before);
                 self.machine.reset_task_stats();
                 done += before.len() as u64;
                 batch = after;
                 warm = true;
             }
-            for a in batch {
-                self.machine.access(core, task, asid, a);
-            }
+            self.machine.access_batch(core, task, asid, batch);
             done += batch.len() as u64;
             if done >= next_report {
                 next_report = done + PROGRESS_EVERY;

@@ -205,21 +205,38 @@ impl Tlb {
     /// Look up a key; on a hit update the replacement state and return the frame.
     #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
-        let set = self.set_of(key);
-        let base = set * self.ways;
-        match find_way(&self.tags[base..base + self.ways], key) {
-            Some(way) => {
-                self.stats.hits += 1;
-                self.last_slot = base + way;
-                let t = Self::touch(set, way);
-                self.policy.on_hit(&t);
-                Some(self.frames[base + way])
-            }
+        match self.find(key) {
+            Some((set, way)) => Some(self.hit(set, way)),
             None => {
                 self.stats.misses += 1;
                 None
             }
         }
+    }
+
+    /// The (set, way) holding `key`, if present; changes nothing.
+    #[inline(always)]
+    pub fn find(&self, key: u64) -> Option<(usize, usize)> {
+        let set = self.set_of(key);
+        let base = set * self.ways;
+        find_way(&self.tags[base..base + self.ways], key).map(|way| (set, way))
+    }
+
+    /// The frame held at (set, way).
+    #[inline(always)]
+    pub fn frame_at(&self, set: usize, way: usize) -> u64 {
+        self.frames[set * self.ways + way]
+    }
+
+    /// Count a hit on (set, way) found by [`Tlb::find`], update the
+    /// replacement state, and return the frame.
+    #[inline(always)]
+    pub fn hit(&mut self, set: usize, way: usize) -> u64 {
+        let slot = set * self.ways + way;
+        self.stats.hits += 1;
+        self.last_slot = slot;
+        self.policy.on_hit(&Self::touch(set, way));
+        self.frames[slot]
     }
 
     /// If `key` is the entry hit or filled last and hitting it again changes

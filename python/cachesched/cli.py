@@ -84,6 +84,64 @@ def cmd_examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace_info(args: argparse.Namespace) -> int:
+    from . import trace
+
+    info = trace.info(args.file)
+    if args.scan:
+        info["scan"] = trace.scan(args.file, args.thread)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"file          {info['path']}")
+    print(f"source        {info['source']}")
+    print(f"threads       {', '.join(map(str, info['threads']))}")
+    print(f"page size     {info['page_bytes']} B")
+    s = info["summary"]
+    if s is None:
+        print(f"index         missing ({info['index_problem']}); the trace is readable block by block")
+    else:
+        print(f"accesses      {s['accesses']:,}")
+        print(f"instructions  {s['instructions']:,}")
+        print(f"size          {s['file_bytes']:,} bytes in {s['blocks']:,} blocks "
+              f"({s['bytes_per_access']:.2f} bytes/access)")
+    if args.scan:
+        sc = info["scan"]
+        total = sc["accesses"] or 1
+        print(f"mix           {sc['loads'] / total:.1%} loads, {sc['stores'] / total:.1%} stores, "
+              f"{sc['ifetches'] / total:.1%} ifetches")
+        print(f"footprint     {sc['lines_64']:,} lines of 64 B, {sc['pages_4k']:,} pages of 4 KiB")
+        if sc["min_addr"] is not None:
+            print(f"addresses     {sc['min_addr']:#x} .. {sc['max_addr']:#x}")
+    return 0
+
+
+def cmd_trace_gen(args: argparse.Namespace) -> int:
+    from . import trace
+    from .config import merge, parse_override
+
+    params: dict = {}
+    for text in args.param or []:
+        params = merge(params, parse_override(text))
+    if args.accesses is not None:
+        params["accesses"] = args.accesses
+    workload = {"kind": args.kind, "params": params}
+    summary = trace.generate(workload, args.output, seed=args.seed)
+    print(f"wrote {summary['accesses']:,} accesses to {args.output} "
+          f"({summary['file_bytes']:,} bytes, {summary['bytes_per_access']:.2f} bytes/access)")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    figures = bench.run(accesses=args.accesses, repeat=args.repeat, with_pycachesim=not args.no_pycachesim,
+                        cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+    if args.json:
+        Path(args.json).write_text(bench.main_json(figures) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cachesched",
@@ -117,6 +175,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("examples", help="list the built-in example configurations")
     ex.set_defaults(func=cmd_examples)
+
+    tr = sub.add_parser("trace", help="inspect and generate trace files")
+    tsub = tr.add_subparsers(dest="trace_command", required=True, metavar="ACTION")
+    info = tsub.add_parser("info", help="summary of a .cst trace (add --scan for footprint and mix)")
+    info.add_argument("file")
+    info.add_argument("--scan", action="store_true", help="read the whole trace: mix, footprint, addresses")
+    info.add_argument("--thread", type=int, help="thread of a multi-thread trace (with --scan)")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(func=cmd_trace_info)
+    gen = tsub.add_parser("gen", help="write a synthetic workload's stream to a .cst file")
+    gen.add_argument("kind", help="stream, uniform, zipf, chase, phases or mix (see docs/workloads.md)")
+    gen.add_argument("-o", "--output", required=True, help="trace file to write")
+    gen.add_argument("--accesses", type=int, help="length of the stream")
+    gen.add_argument("--param", action="append", metavar="KEY=VALUE",
+                     help="a generator parameter, e.g. --param working_set_bytes=64MiB (repeatable)")
+    gen.add_argument("--seed", type=int, default=1)
+    gen.set_defaults(func=cmd_trace_gen)
+
+    be = sub.add_parser("bench", help="throughput benchmark against pycachesim")
+    be.add_argument("--accesses", type=int, default=50_000_000, help="trace length (default 50M)")
+    be.add_argument("--repeat", type=int, default=1, help="runs of each simulator; the best counts")
+    be.add_argument("--no-pycachesim", action="store_true", help="time our engine only")
+    be.add_argument("--cache-dir", help="where the benchmark trace is kept (default ~/.cache/cachesched)")
+    be.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    be.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -76,9 +76,10 @@ def chunks(accesses: pd.DataFrame, size: int = 1 << 20) -> Iterator[pd.DataFrame
 
 
 def counts(levels) -> dict[str, dict[str, int]]:
-    """pycachesim's counters per level, in our names: demand ``hits`` and
-    ``misses``, ``stores_in`` (written-back lines arriving from above; None
-    at L1) and ``dirty_out`` (dirty lines evicted)."""
+    """pycachesim's counters per level, in our names: ``hits`` and ``misses``
+    of the requests it counts (see :func:`our_counts`), ``stores_in``
+    (written-back lines arriving from above; None at L1) and ``dirty_out``
+    (dirty lines evicted)."""
     return {
         LEVEL_NAMES[i]: {
             "hits": c.HIT_count,
@@ -91,13 +92,19 @@ def counts(levels) -> dict[str, dict[str, int]]:
 
 
 def our_counts(results, levels: int) -> dict[str, dict[str, int]]:
-    """The same counters from our :class:`~cachesched.Results`."""
+    """The same counters from our :class:`~cachesched.Results`.
+
+    pycachesim counts a hit only when a line is loaded: at L1 a store hit is
+    neither a hit nor a miss there; below L1 every demand request (our loads,
+    and stores' reads for ownership) arrives as a load.
+    """
     caches = results.caches.set_index("level")
     out = {}
     for i, name in enumerate(LEVEL_NAMES[:levels]):
         c = caches.loc[name]
+        store_hits = c.store_hits if i > 0 else 0
         out[name] = {
-            "hits": int(c.load_hits + c.store_hits + c.ifetch_hits),
+            "hits": int(c.load_hits + store_hits + c.ifetch_hits),
             "misses": int(c.load_misses + c.store_misses + c.ifetch_misses),
             "stores_in": int(c.writeback_hits + c.writeback_misses) if i > 0 else None,
             "dirty_out": int(c.dirty_evictions),

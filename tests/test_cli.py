@@ -1,0 +1,65 @@
+"""The command line, run as a user would."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_run_builtin_example_as_json(run_cli):
+    proc = run_cli("run", "--example", "quickstart", "--accesses", "20000", "-q", "--json", "-", check=True)
+    data = json.loads(proc.stdout)
+    assert data["summary"]["accesses"] == 20000
+    assert data["config"]["machine"]["preset"] == "standard"
+
+
+def test_run_prints_a_report_and_writes_tables(run_cli, tmp_path):
+    proc = run_cli("run", "--example", "teaching", "--out", str(tmp_path / "out"), check=True)
+    assert "miss ratio" in proc.stdout and "l1d" in proc.stdout
+    assert (tmp_path / "out" / "results.json").exists()
+    assert (tmp_path / "out" / "caches.parquet").exists()
+
+
+def test_config_errors_exit_2_with_the_key_path(run_cli, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[machine.l2]\nwayz = 8\n[workload]\nkind = "stream"\n')
+    proc = run_cli("run", str(bad))
+    assert proc.returncode == 2
+    assert "machine.l2.wayz: unknown field" in proc.stderr
+    proc = run_cli("run", "--example", "nope")
+    assert proc.returncode == 2 and "quickstart" in proc.stderr
+
+
+def test_trace_gen_and_info(run_cli, tmp_path):
+    path = tmp_path / "z.cst"
+    proc = run_cli("trace", "gen", "zipf", "-o", str(path), "--accesses", "10000",
+                   "--param", "working_set_bytes=1MiB", "--param", "store_fraction=0.5", check=True)
+    assert "10,000 accesses" in proc.stdout
+    info = json.loads(run_cli("trace", "info", str(path), "--scan", "--json", check=True).stdout)
+    assert info["summary"]["accesses"] == 10000
+    scan = info["scan"]
+    assert scan["loads"] + scan["stores"] == 10000
+    assert 0.45 < scan["stores"] / 10000 < 0.55
+    assert scan["lines_64"] <= (1 << 20) // 64
+    text = run_cli("trace", "info", str(path), check=True).stdout
+    assert "accesses      10,000" in text
+    proc = run_cli("trace", "info", str(tmp_path / "missing.cst"))
+    assert proc.returncode == 1 and "missing.cst" in proc.stderr
+
+
+def test_presets_and_config(run_cli):
+    listing = run_cli("presets", check=True).stdout
+    assert "standard" in listing and "numa-sunfire6800" in listing
+    toml = run_cli("presets", "teaching", check=True).stdout
+    assert "[machine.l1d]" in toml
+    cfg = json.loads(run_cli("config", "--example", "quickstart", "--set", "machine.l2.ways=8", check=True).stdout)
+    assert cfg["machine"]["l2"]["ways"] == 8
+    assert "quickstart" in run_cli("examples", check=True).stdout
+
+
+def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
+    proc = run_cli("bench", "--accesses", "200000", "--cache-dir", str(tmp_path), "--json", str(tmp_path / "b.json"),
+                   check=True)
+    assert "M accesses/s" in proc.stdout
+    figures = json.loads((tmp_path / "b.json").read_text())
+    assert figures["counts_agree"] is True
+    assert figures["ours_tlb"] > 0 and figures["pycachesim"] > 0

@@ -12,6 +12,7 @@ use crate::config::ValidConfig;
 use crate::error::{Error, Result};
 use crate::mem::machine::Machine;
 use crate::stats::{CacheResult, Results, Summary, TaskResult, TlbResult};
+use crate::trace::prefetch::Prefetched;
 use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, Asid, CoreId, TaskId};
 
@@ -42,7 +43,10 @@ impl Engine {
         let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
         machine.add_tasks(1);
         let ctx = WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir };
-        let workload = config.workload.build(&ctx)?;
+        let mut workload = config.workload.build(&ctx)?;
+        if config.config.run.prefetch {
+            workload = Box::new(Prefetched::new(workload, 4 * config.config.run.batch as usize)?);
+        }
         Ok(Engine { config, machine, workload })
     }
 

@@ -35,11 +35,14 @@ pub struct RunParams {
     pub warmup_accesses: u64,
     /// References pulled from a workload at a time.
     pub batch: u32,
+    /// Produce the workload's accesses on a second thread, overlapping
+    /// trace decoding or generation with the simulation (same results).
+    pub prefetch: bool,
 }
 
 impl Default for RunParams {
     fn default() -> Self {
-        RunParams { max_accesses: None, warmup_accesses: 0, batch: 4096 }
+        RunParams { max_accesses: None, warmup_accesses: 0, batch: 4096, prefetch: true }
     }
 }
 

@@ -15,56 +15,8 @@ use crate::error::{Issues, Result};
 use crate::types::{LineAddr, TaskId, VirtAddr};
 use crate::util::hash::SeenSet;
 
-const INVALID: u64 = u64::MAX;
-
-/// The way of a set whose tag is `key`, if any.
-///
-/// Tags are compared four at a time into a bit mask: the matching way's
-/// position is random, so an early exit per way would mispredict on most
-/// lookups, while one branch per four ways (found or not) predicts well and
-/// the four compares compile to a handful of instructions.
-#[inline(always)]
-pub(crate) fn find_way(tags: &[u64], key: u64) -> Option<usize> {
-    let mut chunks = tags.chunks_exact(4);
-    let mut base = 0;
-    for c in &mut chunks {
-        let m = (c[0] == key) as u32
-            | ((c[1] == key) as u32) << 1
-            | ((c[2] == key) as u32) << 2
-            | ((c[3] == key) as u32) << 3;
-        if m != 0 {
-            return Some(base + m.trailing_zeros() as usize);
-        }
-        base += 4;
-    }
-    chunks.remainder().iter().position(|&t| t == key).map(|w| base + w)
-}
-
-/// Maps a line or page number to a set: a mask for power-of-two set counts
-/// (the common case, on the hot path), a modulo otherwise.
-#[derive(Debug, Clone, Copy)]
-pub struct SetIndex {
-    sets: u64,
-    mask: u64,
-}
-
-impl SetIndex {
-    /// Indexing into `sets` sets (at least 1).
-    pub fn new(sets: usize) -> SetIndex {
-        let sets = sets.max(1) as u64;
-        SetIndex { sets, mask: if sets.is_power_of_two() { sets - 1 } else { u64::MAX } }
-    }
-
-    /// The set of `x`.
-    #[inline(always)]
-    pub fn of(self, x: u64) -> usize {
-        if self.mask != u64::MAX {
-            (x & self.mask) as usize
-        } else {
-            (x % self.sets) as usize
-        }
-    }
-}
+pub use super::tags::Slot;
+use super::tags::{SetIndex, TagArray, INVALID};
 
 /// How a level relates to the levels above it (closer to the core).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -245,15 +197,6 @@ pub enum Scope {
     Line(LineAddr),
 }
 
-/// Where a line sits: set and way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slot {
-    /// Set index.
-    pub set: usize,
-    /// Way within the set.
-    pub way: usize,
-}
-
 /// The accessing side of a lookup: who and why.
 #[derive(Debug, Clone, Copy)]
 pub struct Req {
@@ -270,10 +213,8 @@ pub struct Req {
 pub struct Cache {
     /// Component path, e.g. `socket0/core1/l2`.
     pub path: String,
-    sets: usize,
-    ways: usize,
     index: SetIndex,
-    tags: Vec<u64>,
+    tags: TagArray,
     owners: Vec<TaskId>,
     dirty: Vec<bool>,
     locked: Vec<bool>,
@@ -320,10 +261,8 @@ impl Cache {
         let rehit_is_noop = policy.rehit_is_noop();
         Ok(Cache {
             path: component.to_string(),
-            sets,
-            ways,
             index: SetIndex::new(sets),
-            tags: vec![INVALID; sets * ways],
+            tags: TagArray::new(sets, ways),
             owners: vec![TaskId::NONE; sets * ways],
             dirty: vec![false; sets * ways],
             locked: vec![false; sets * ways],
@@ -345,12 +284,12 @@ impl Cache {
 
     /// Number of sets.
     pub fn sets(&self) -> usize {
-        self.sets
+        self.tags.sets()
     }
 
     /// Ways per set.
     pub fn ways(&self) -> usize {
-        self.ways
+        self.tags.ways()
     }
 
     /// Set index of a line (modulo the number of sets).
@@ -362,14 +301,12 @@ impl Cache {
     /// The slot holding `line`, if present.
     #[inline(always)]
     pub fn find(&self, line: LineAddr) -> Option<Slot> {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-        find_way(&self.tags[base..base + self.ways], line.0).map(|way| Slot { set, way })
+        self.tags.find(self.set_of(line), line.0)
     }
 
     #[inline(always)]
     fn at(&self, slot: Slot) -> usize {
-        slot.set * self.ways + slot.way
+        self.tags.index(slot)
     }
 
     /// Whether `line` is present.
@@ -426,7 +363,7 @@ impl Cache {
     /// Whether [`Cache::rehit`] would succeed for `line`.
     #[inline(always)]
     pub fn rehit_possible(&self, line: LineAddr) -> bool {
-        self.rehit_is_noop && self.tags[self.last_slot] == line.0
+        self.rehit_is_noop && self.tags.at(self.last_slot) == line.0
     }
 
     /// Record a miss on `line`; returns whether it was compulsory (the first
@@ -449,11 +386,12 @@ impl Cache {
     /// because every way is locked.
     pub fn fill(&mut self, line: LineAddr, dirty: bool, req: &Req) -> Filled {
         let set = self.set_of(line);
-        let base = set * self.ways;
-        let (slot, evicted) = match self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
+        let ways = self.tags.ways();
+        let base = set * ways;
+        let (slot, evicted) = match self.tags.first_invalid(set) {
             Some(way) => (Slot { set, way }, None),
             None => {
-                let locked = if self.locked_count > 0 { Some(&self.locked[base..base + self.ways]) } else { None };
+                let locked = if self.locked_count > 0 { Some(&self.locked[base..base + ways]) } else { None };
                 if locked.is_some_and(|l| l.iter().all(|&x| x)) {
                     self.stats.bypasses += 1;
                     return Filled::Bypassed;
@@ -462,7 +400,7 @@ impl Cache {
                 let slot = Slot { set, way: self.policy.victim(&q) };
                 self.policy.on_evict(&Self::touch(slot, req));
                 let i = base + slot.way;
-                let ev = Evicted { line: LineAddr(self.tags[i]), owner: self.owners[i], dirty: self.dirty[i] };
+                let ev = Evicted { line: LineAddr(self.tags.at(i)), owner: self.owners[i], dirty: self.dirty[i] };
                 self.stats.evictions += 1;
                 self.stats.dirty_evictions += ev.dirty as u64;
                 (slot, Some(ev))
@@ -470,7 +408,7 @@ impl Cache {
         };
         let i = base + slot.way;
         self.last_slot = i;
-        self.tags[i] = line.0;
+        self.tags.set(slot, line.0);
         self.owners[i] = req.task;
         self.dirty[i] = dirty && self.write_back;
         self.stats.fills += 1;
@@ -490,8 +428,8 @@ impl Cache {
         let t = Touch { set: slot.set, way: slot.way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE };
         self.policy.on_evict(&t);
         let i = self.at(slot);
-        let ev = Evicted { line: LineAddr(self.tags[i]), owner: self.owners[i], dirty: self.dirty[i] };
-        self.tags[i] = INVALID;
+        let ev = Evicted { line: LineAddr(self.tags.at(i)), owner: self.owners[i], dirty: self.dirty[i] };
+        self.tags.set(slot, INVALID);
         self.dirty[i] = false;
         self.owners[i] = TaskId::NONE;
         if self.locked[i] {
@@ -524,8 +462,8 @@ impl Cache {
                         Scope::Task(task) => self.owners[i] == task,
                         _ => true,
                     };
-                    if self.tags[i] != INVALID && hit {
-                        out.push(self.take(Slot { set: i / self.ways, way: i % self.ways }));
+                    if self.tags.at(i) != INVALID && hit {
+                        out.push(self.take(self.tags.slot(i)));
                     }
                 }
             }
@@ -561,12 +499,12 @@ impl Cache {
 
     /// Every valid line, in slot order (tests and invariant checks).
     pub fn lines(&self) -> impl Iterator<Item = LineAddr> + '_ {
-        self.tags.iter().filter(|&&t| t != INVALID).map(|&t| LineAddr(t))
+        self.tags.valid().map(|(_, t)| LineAddr(t))
     }
 
     /// Number of valid lines owned by `task`.
     pub fn lines_of(&self, task: TaskId) -> usize {
-        self.tags.iter().zip(&self.owners).filter(|(&t, &o)| t != INVALID && o == task).count()
+        self.tags.valid().filter(|&(i, _)| self.owners[i] == task).count()
     }
 }
 

@@ -537,17 +537,17 @@ impl Machine {
         let ports = &cores[c];
         let tlb = &mut tlbs[ports.l1_tlb(req.kind)?];
         let key = tlb::key(asid, vaddr >> *page_shift);
-        let (set, way) = tlb.find(key)?;
+        let tslot = tlb.find(key)?;
         let l1 = ports.path(req.kind).at(0);
         let cache = &mut caches[l1];
-        let frame = tlb.frame_at(set, way);
+        let frame = tlb.frame_at(tslot);
         let line =
             LineAddr((frame << (*page_shift - *line_shift)) | (vline & ((1 << (*page_shift - *line_shift)) - 1)));
         let slot = cache.find(line)?;
         if !cache.write_back && req.kind == ReqKind::Store {
             return None;
         }
-        tlb.hit(set, way);
+        tlb.hit(tslot);
         cache.hit(slot, req);
         let stats = &mut tasks[req.task.0 as usize];
         stats.tlb.l1_hits += 1;

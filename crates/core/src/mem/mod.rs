@@ -5,4 +5,5 @@ pub mod cache;
 pub mod machine;
 pub mod page_table;
 pub mod replacement;
+pub mod tags;
 pub mod tlb;

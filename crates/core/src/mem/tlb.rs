@@ -8,13 +8,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::{find_way, SetIndex};
 use super::replacement::{Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery};
+use super::tags::{SetIndex, Slot, TagArray, INVALID};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
 use crate::types::{Asid, TaskId, VirtAddr};
 
-const INVALID: u64 = u64::MAX;
 /// Bits of a TLB key below the asid: virtual page numbers of 64-bit
 /// addresses with pages of at least 4 KiB fit in 52 bits.
 const VPN_BITS: u32 = 52;
@@ -144,9 +143,8 @@ pub fn key(asid: Asid, vpn: u64) -> u64 {
 pub struct Tlb {
     /// Component path, e.g. `socket0/core0/dtlb`.
     pub path: String,
-    ways: usize,
     index: SetIndex,
-    tags: Vec<u64>,
+    tags: TagArray,
     frames: Vec<u64>,
     policy: Policy,
     /// Cycles a translation served here costs.
@@ -171,17 +169,15 @@ impl Tlb {
             component: component.to_string(),
             loc: repl_loc.clone(),
         })?;
-        let rehit_is_noop = policy.rehit_is_noop();
         Ok(Tlb {
-            last_slot: 0,
-            rehit_is_noop,
             path: component.to_string(),
-            ways,
             index: SetIndex::new(sets),
-            tags: vec![INVALID; sets * ways],
+            tags: TagArray::new(sets, ways),
             frames: vec![0; sets * ways],
+            rehit_is_noop: policy.rehit_is_noop(),
             policy,
             latency_cycles: params.latency_cycles,
+            last_slot: 0,
             stats: TlbStats::default(),
         })
     }
@@ -193,20 +189,15 @@ impl Tlb {
     }
 
     #[inline(always)]
-    fn touch(set: usize, way: usize) -> Touch {
-        Touch { set, way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE }
-    }
-
-    #[inline(always)]
-    fn touch_slot(&self, slot: usize) -> Touch {
-        Self::touch(slot / self.ways, slot % self.ways)
+    fn touch(slot: Slot) -> Touch {
+        Touch { set: slot.set, way: slot.way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE }
     }
 
     /// Look up a key; on a hit update the replacement state and return the frame.
     #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
         match self.find(key) {
-            Some((set, way)) => Some(self.hit(set, way)),
+            Some(slot) => Some(self.hit(slot)),
             None => {
                 self.stats.misses += 1;
                 None
@@ -214,29 +205,27 @@ impl Tlb {
         }
     }
 
-    /// The (set, way) holding `key`, if present; changes nothing.
+    /// The slot holding `key`, if present; changes nothing.
     #[inline(always)]
-    pub fn find(&self, key: u64) -> Option<(usize, usize)> {
-        let set = self.set_of(key);
-        let base = set * self.ways;
-        find_way(&self.tags[base..base + self.ways], key).map(|way| (set, way))
+    pub fn find(&self, key: u64) -> Option<Slot> {
+        self.tags.find(self.set_of(key), key)
     }
 
-    /// The frame held at (set, way).
+    /// The frame held in `slot`.
     #[inline(always)]
-    pub fn frame_at(&self, set: usize, way: usize) -> u64 {
-        self.frames[set * self.ways + way]
+    pub fn frame_at(&self, slot: Slot) -> u64 {
+        self.frames[self.tags.index(slot)]
     }
 
-    /// Count a hit on (set, way) found by [`Tlb::find`], update the
+    /// Count a hit on `slot` (found by [`Tlb::find`]), update the
     /// replacement state, and return the frame.
     #[inline(always)]
-    pub fn hit(&mut self, set: usize, way: usize) -> u64 {
-        let slot = set * self.ways + way;
+    pub fn hit(&mut self, slot: Slot) -> u64 {
+        let i = self.tags.index(slot);
         self.stats.hits += 1;
-        self.last_slot = slot;
-        self.policy.on_hit(&Self::touch(set, way));
-        self.frames[slot]
+        self.last_slot = i;
+        self.policy.on_hit(&Self::touch(slot));
+        self.frames[i]
     }
 
     /// If `key` is the entry hit or filled last and hitting it again changes
@@ -253,47 +242,42 @@ impl Tlb {
     /// Whether [`Tlb::rehit`] would succeed for `key`.
     #[inline(always)]
     pub fn rehit_possible(&self, key: u64) -> bool {
-        self.rehit_is_noop && self.tags[self.last_slot] == key
+        self.rehit_is_noop && self.tags.at(self.last_slot) == key
     }
 
     /// Whether a key is present, without touching any state.
     pub fn probe(&self, key: u64) -> bool {
-        let base = self.set_of(key) * self.ways;
-        self.tags[base..base + self.ways].contains(&key)
+        self.find(key).is_some()
     }
 
     /// Insert a translation (which must not be present); returns the evicted
     /// entry as (key, frame).
     pub fn insert(&mut self, key: u64, frame: u64) -> Option<(u64, u64)> {
         let set = self.set_of(key);
-        let base = set * self.ways;
-        let (slot, evicted) = match self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
-            Some(way) => (base + way, None),
+        let (slot, evicted) = match self.tags.first_invalid(set) {
+            Some(way) => (Slot { set, way }, None),
             None => {
                 let q = VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE, locked: None };
-                let slot = base + self.policy.victim(&q);
-                let t = self.touch_slot(slot);
-                self.policy.on_evict(&t);
+                let slot = Slot { set, way: self.policy.victim(&q) };
+                self.policy.on_evict(&Self::touch(slot));
                 self.stats.evictions += 1;
-                (slot, Some((self.tags[slot], self.frames[slot])))
+                (slot, Some((self.tags.get(slot), self.frames[self.tags.index(slot)])))
             }
         };
-        self.last_slot = slot;
-        self.tags[slot] = key;
-        self.frames[slot] = frame;
-        let t = self.touch_slot(slot);
-        self.policy.on_fill(&t);
+        let i = self.tags.index(slot);
+        self.last_slot = i;
+        self.tags.set(slot, key);
+        self.frames[i] = frame;
+        self.policy.on_fill(&Self::touch(slot));
         evicted
     }
 
     /// Remove one translation; true if it was present.
     pub fn remove(&mut self, key: u64) -> bool {
-        let base = self.set_of(key) * self.ways;
-        match self.tags[base..base + self.ways].iter().position(|&t| t == key) {
-            Some(way) => {
-                let t = self.touch_slot(base + way);
-                self.policy.on_evict(&t);
-                self.tags[base + way] = INVALID;
+        match self.find(key) {
+            Some(slot) => {
+                self.policy.on_evict(&Self::touch(slot));
+                self.tags.set(slot, INVALID);
                 true
             }
             None => false,
@@ -303,23 +287,24 @@ impl Tlb {
     /// Remove the entries whose asid matches (`None`: all entries); returns
     /// how many were removed.
     pub fn flush(&mut self, asid: Option<Asid>) -> u64 {
-        let mut removed = 0;
-        for slot in 0..self.tags.len() {
-            let tag = self.tags[slot];
-            if tag != INVALID && asid.is_none_or(|a| tag >> VPN_BITS == a.0 as u64) {
-                let t = self.touch_slot(slot);
-                self.policy.on_evict(&t);
-                self.tags[slot] = INVALID;
-                removed += 1;
-            }
+        let doomed: Vec<usize> = self
+            .tags
+            .valid()
+            .filter(|&(_, tag)| asid.is_none_or(|a| tag >> VPN_BITS == a.0 as u64))
+            .map(|(i, _)| i)
+            .collect();
+        for &i in &doomed {
+            let slot = self.tags.slot(i);
+            self.policy.on_evict(&Self::touch(slot));
+            self.tags.set(slot, INVALID);
         }
-        self.stats.flushed += removed;
-        removed
+        self.stats.flushed += doomed.len() as u64;
+        doomed.len() as u64
     }
 
     /// Valid entries as (key, frame), in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.tags.iter().zip(&self.frames).filter(|(&t, _)| t != INVALID).map(|(&t, &f)| (t, f))
+        self.tags.valid().map(|(i, t)| (t, self.frames[i]))
     }
 }
 

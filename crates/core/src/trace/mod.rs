@@ -6,6 +6,7 @@
 
 pub mod file;
 pub mod native;
+pub mod prefetch;
 pub mod synthetic;
 
 use std::path::PathBuf;

@@ -1,0 +1,263 @@
+//! The tag store shared by caches and TLBs: which key sits in which way of
+//! which set, and a fast search for it.
+//!
+//! Beside each 64-bit tag sits a 32-bit fingerprint. A lookup compares the
+//! fingerprints of a whole set four at a time with SSE2 (part of every
+//! x86-64 CPU), then confirms the one or two candidates against the full
+//! tags: about a dozen instructions for an 8-way set, where comparing 64-bit
+//! tags one by one costs several times that, and no branch that depends on
+//! where in the set the key sits. The search is on every simulated memory
+//! reference, twice (TLB and L1), so this is the simulator's innermost loop.
+
+/// The tag of an empty way. No real key is all ones: line numbers are
+/// addresses shifted right, TLB keys keep the top bits for small asids.
+pub const INVALID: u64 = u64::MAX;
+
+/// Where a key sits: set and way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Set index.
+    pub set: usize,
+    /// Way within the set.
+    pub way: usize,
+}
+
+/// Maps a line or page number to a set: a mask for power-of-two set counts
+/// (the common case), a modulo otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct SetIndex {
+    sets: u64,
+    mask: u64,
+}
+
+impl SetIndex {
+    /// Indexing into `sets` sets (at least 1).
+    pub fn new(sets: usize) -> SetIndex {
+        let sets = sets.max(1) as u64;
+        SetIndex { sets, mask: if sets.is_power_of_two() { sets - 1 } else { u64::MAX } }
+    }
+
+    /// The set of `x`.
+    #[inline(always)]
+    pub fn of(self, x: u64) -> usize {
+        if self.mask != u64::MAX {
+            (x & self.mask) as usize
+        } else {
+            (x % self.sets) as usize
+        }
+    }
+}
+
+/// Tags of `sets x ways` entries with their fingerprints.
+#[derive(Debug, Clone)]
+pub struct TagArray {
+    sets: usize,
+    ways: usize,
+    tags: Vec<u64>,
+    /// Fingerprints, padded per set to a multiple of four.
+    prints: Vec<u32>,
+    /// Ways per set in `prints` (`ways` rounded up to four).
+    stride: usize,
+}
+
+/// A 32-bit fingerprint mixing all bits of a key (so that keys differing
+/// only in high bits, such as asids, still differ).
+#[inline(always)]
+fn print(key: u64) -> u32 {
+    let k = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (k >> 32) as u32
+}
+
+impl TagArray {
+    /// An empty array of `sets` sets of `ways` ways.
+    pub fn new(sets: usize, ways: usize) -> TagArray {
+        let stride = ways.div_ceil(4) * 4;
+        TagArray { sets, ways, tags: vec![INVALID; sets * ways], prints: vec![print(INVALID); sets * stride], stride }
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.tags.len()
+    }
+
+    /// True for an array without entries (never built by `new` with sets and ways).
+    pub fn is_empty(&self) -> bool {
+        self.tags.is_empty()
+    }
+
+    /// Flat index of a slot (for per-entry arrays kept beside the tags).
+    #[inline(always)]
+    pub fn index(&self, slot: Slot) -> usize {
+        slot.set * self.ways + slot.way
+    }
+
+    /// The slot of flat index `i`.
+    pub fn slot(&self, i: usize) -> Slot {
+        Slot { set: i / self.ways, way: i % self.ways }
+    }
+
+    /// The tag in `slot` ([`INVALID`] if empty).
+    #[inline(always)]
+    pub fn get(&self, slot: Slot) -> u64 {
+        self.tags[self.index(slot)]
+    }
+
+    /// The tag at flat index `i`.
+    #[inline(always)]
+    pub fn at(&self, i: usize) -> u64 {
+        self.tags[i]
+    }
+
+    /// Put `key` in `slot` ([`INVALID`] empties it).
+    #[inline(always)]
+    pub fn set(&mut self, slot: Slot, key: u64) {
+        let i = self.index(slot);
+        self.tags[i] = key;
+        self.prints[slot.set * self.stride + slot.way] = print(key);
+    }
+
+    /// The way of `set` holding `key`, if any.
+    #[inline(always)]
+    pub fn find(&self, set: usize, key: u64) -> Option<Slot> {
+        assert!(set < self.sets);
+        if self.stride > 64 {
+            return self.find_wide(set, key);
+        }
+        // SAFETY: `set < sets` (asserted), so the set's `stride` fingerprints
+        // start at `set * stride` inside `prints` (`sets * stride` long).
+        let mut candidates =
+            unsafe { match_prints(self.prints.as_ptr().add(set * self.stride), self.stride, print(key)) };
+        let base = set * self.ways;
+        while candidates != 0 {
+            let way = candidates.trailing_zeros() as usize;
+            // Padding ways beyond `ways` hold the fingerprint of an empty way.
+            // SAFETY: way < ways, so base + way < (set + 1) * ways <= tags.len().
+            if way < self.ways && unsafe { *self.tags.get_unchecked(base + way) } == key {
+                return Some(Slot { set, way });
+            }
+            candidates &= candidates - 1;
+        }
+        None
+    }
+
+    /// [`TagArray::find`] for sets wider than a 64-bit candidate mask (large
+    /// fully associative arrays): a plain scan.
+    #[cold]
+    fn find_wide(&self, set: usize, key: u64) -> Option<Slot> {
+        let base = set * self.ways;
+        self.tags[base..base + self.ways].iter().position(|&t| t == key).map(|way| Slot { set, way })
+    }
+
+    /// The first empty way of `set`, if any.
+    #[inline]
+    pub fn first_invalid(&self, set: usize) -> Option<usize> {
+        self.find(set, INVALID).map(|s| s.way)
+    }
+
+    /// Every valid entry as (flat index, tag).
+    pub fn valid(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.tags.iter().enumerate().filter(|(_, &t)| t != INVALID).map(|(i, &t)| (i, t))
+    }
+}
+
+/// Bit `w` set for every `w < stride` with `prints[w] == p`.
+///
+/// # Safety
+/// `prints` must point to `stride` readable u32s; `stride` is a multiple of
+/// four and at most 64.
+#[inline(always)]
+unsafe fn match_prints(prints: *const u32, stride: usize, p: u32) -> u64 {
+    debug_assert!(stride % 4 == 0 && stride <= 64);
+    // The common associativities get straight-line code; others loop.
+    match stride {
+        4 => match4(prints, p),
+        8 => match4(prints, p) | match4(prints.add(4), p) << 4,
+        16 => {
+            match4(prints, p)
+                | match4(prints.add(4), p) << 4
+                | match4(prints.add(8), p) << 8
+                | match4(prints.add(12), p) << 12
+        }
+        _ => (0..stride / 4).fold(0, |m, i| m | match4(prints.add(4 * i), p) << (4 * i)),
+    }
+}
+
+/// Bits 0-3 set where the four u32s at `prints` equal `p`.
+///
+/// # Safety
+/// `prints` must point to four readable u32s.
+#[inline(always)]
+unsafe fn match4(prints: *const u32, p: u32) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SSE2 is part of the x86-64 baseline.
+        use std::arch::x86_64::{_mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_set1_epi32};
+        let v = _mm_loadu_si128(prints.cast());
+        _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_set1_epi32(p as i32)))) as u64
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..4).fold(0, |m, i| m | ((*prints.add(i) == p) as u64) << i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn find_agrees_with_a_linear_scan(
+            ways in 1usize..20, keys in proptest::collection::vec(0u64..40, 0..60), probes in proptest::collection::vec(0u64..40, 1..40),
+        ) {
+            let mut t = TagArray::new(2, ways);
+            let mut model: Vec<Option<u64>> = vec![None; 2 * ways];
+            for (i, &k) in keys.iter().enumerate() {
+                let set = (k % 2) as usize;
+                let way = i % ways;
+                // Keep keys unique within a set, as caches do.
+                if model[set * ways..(set + 1) * ways].contains(&Some(k)) {
+                    continue;
+                }
+                t.set(Slot { set, way }, k);
+                model[set * ways + way] = Some(k);
+            }
+            for &k in &probes {
+                let set = (k % 2) as usize;
+                let want = model[set * ways..(set + 1) * ways].iter().position(|&m| m == Some(k));
+                prop_assert_eq!(t.find(set, k).map(|s| s.way), want);
+            }
+        }
+    }
+
+    #[test]
+    fn keys_differing_only_in_high_bits_are_told_apart() {
+        let mut t = TagArray::new(1, 8);
+        t.set(Slot { set: 0, way: 3 }, (1 << 52) | 7);
+        assert_eq!(t.find(0, 7), None);
+        assert_eq!(t.find(0, (1 << 52) | 7), Some(Slot { set: 0, way: 3 }));
+        assert_eq!(t.first_invalid(0), Some(0));
+    }
+
+    #[test]
+    fn fully_associative_arrays_of_many_ways() {
+        let mut t = TagArray::new(1, 512);
+        for w in 0..512 {
+            t.set(Slot { set: 0, way: w }, 1000 + w as u64);
+        }
+        assert_eq!(t.find(0, 1000 + 300), Some(Slot { set: 0, way: 300 }));
+        assert_eq!(t.find(0, 5), None);
+        assert_eq!(t.first_invalid(0), None);
+    }
+}

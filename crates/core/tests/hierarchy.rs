@@ -188,9 +188,13 @@ proptest! {
 
     #[test]
     fn exclusive_l2_never_duplicates_the_l1(
+        write_through in any::<bool>(),
         ops in proptest::collection::vec((any::<bool>(), 0u64..200), 1..500),
     ) {
         let mut params = flat(2);
+        if write_through {
+            params.l1d.write_policy = cachesched_core::mem::cache::WritePolicy::WriteThrough;
+        }
         params.l2 = Some(CacheParams { inclusion: Inclusion::Exclusive, ..level(2048, 4, 10) });
         let mut m = Machine::new(&params, 1, "machine").unwrap();
         m.add_tasks(1);

@@ -106,7 +106,7 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
         return Err(Error::config("", "invalid_type", "a configuration is a table of keys"));
     }
     resolve_machine_preset(&mut value)?;
-    let config: SimConfig = parse_at(&value, "")?;
+    let mut config: SimConfig = parse_at(&value, "")?;
     let mut issues = Issues::default();
     config.machine.validate("machine", &mut issues);
     let workload = match &config.workload {
@@ -246,6 +246,20 @@ mod tests {
             issues(json!({"machine": {"l1d": {"ways": 12}, "memory": {"placement": {"bind": 7}}}, "workload": zipf()}));
         let locs: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
         assert_eq!(locs, vec!["machine.l1d.size_bytes", "machine.memory.placement"]);
+    }
+
+    #[test]
+    fn replacement_policies_are_checked_and_filled_in_when_the_config_is_read() {
+        let found = issues(json!({
+            "machine": {"l2": {"replacement": {"kind": "plru"}, "ways": 12, "size_bytes": "768KiB"}},
+            "workload": zipf(),
+        }));
+        assert_eq!(found[0].0, "machine.l2.replacement");
+        assert_eq!(found[0].1, "unsupported_geometry");
+        let r =
+            from_value(json!({"machine": {"llc": {"replacement": {"kind": "random"}}}, "workload": zipf()})).unwrap();
+        let llc = &r.to_json()["machine"]["llc"]["replacement"];
+        assert_eq!(llc, &json!({"kind": "random", "params": {"salt": 0}}));
     }
 
     #[test]

@@ -106,8 +106,9 @@ impl CacheParams {
         }
     }
 
-    /// Check the geometry, recording problems under `loc`.
-    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+    /// Check the geometry and the replacement policy, recording problems
+    /// under `loc`, and fill in the policy's default params.
+    pub fn validate(&mut self, loc: &str, issues: &mut Issues) {
         let at = |field: &str| format!("{loc}.{field}");
         issues.check(
             self.line_bytes.is_power_of_two() && self.line_bytes >= 4,
@@ -135,6 +136,10 @@ impl CacheParams {
             );
         } else if self.effective_ways() > 1 << 16 {
             issues.push(at("ways"), "out_of_range", "at most 65536 ways are supported");
+        } else if let Some(policy) =
+            super::replacement::check(&self.replacement, self.effective_ways() as usize, &at("replacement"), issues)
+        {
+            self.replacement = policy;
         }
     }
 }

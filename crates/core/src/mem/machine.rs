@@ -126,14 +126,15 @@ impl MachineParams {
         self.memory.nodes.unwrap_or(self.sockets)
     }
 
-    fn levels(&self) -> impl Iterator<Item = (&'static str, &CacheParams)> {
-        [("l1i", self.l1i.as_ref()), ("l1d", Some(&self.l1d)), ("l2", self.l2.as_ref()), ("llc", self.llc.as_ref())]
+    fn levels_mut(&mut self) -> impl Iterator<Item = (&'static str, &mut CacheParams)> {
+        [("l1i", self.l1i.as_mut()), ("l1d", Some(&mut self.l1d)), ("l2", self.l2.as_mut()), ("llc", self.llc.as_mut())]
             .into_iter()
             .filter_map(|(n, p)| p.map(|p| (n, p)))
     }
 
-    /// Check everything, recording problems under `loc`.
-    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+    /// Check everything, recording problems under `loc`, and fill in the
+    /// default params of the replacement policies.
+    pub fn validate(&mut self, loc: &str, issues: &mut Issues) {
         let at = |field: &str| format!("{loc}.{field}");
         issues.check(self.sockets >= 1, at("sockets"), "out_of_range", "expected at least 1 socket");
         issues.check(self.cores_per_socket >= 1, at("cores_per_socket"), "out_of_range", "expected at least 1 core");
@@ -150,7 +151,8 @@ impl MachineParams {
             "out_of_range",
             format!("expected a positive CPI, got {}", self.base_cpi),
         );
-        for (name, params) in self.levels() {
+        let l1d_line = self.l1d.line_bytes;
+        for (name, params) in self.levels_mut() {
             params.validate(&at(name), issues);
             if name.starts_with("l1") {
                 issues.check(
@@ -161,16 +163,16 @@ impl MachineParams {
                 );
             }
             issues.check(
-                params.line_bytes == self.l1d.line_bytes,
+                params.line_bytes == l1d_line,
                 format!("{loc}.{name}.line_bytes"),
                 "invalid_value",
                 format!(
-                    "all cache levels must share one line size; l1d has {}, {name} has {}",
-                    self.l1d.line_bytes, params.line_bytes
+                    "all cache levels must share one line size; l1d has {l1d_line}, {name} has {}",
+                    params.line_bytes
                 ),
             );
         }
-        if let Some(tlb) = &self.tlb {
+        if let Some(tlb) = &mut self.tlb {
             tlb.validate(&at("tlb"), issues);
         }
         let m = &self.memory;
@@ -310,9 +312,11 @@ pub struct Machine {
 impl Machine {
     /// Build from validated params; `loc` is the config path of the machine.
     pub fn new(params: &MachineParams, seed: u64, loc: &str) -> Result<Machine> {
+        let mut params = params.clone();
         let mut issues = Issues::default();
         params.validate(loc, &mut issues);
         issues.finish()?;
+        let params = &params;
         let mut caches = Vec::new();
         let mut cache_level = Vec::new();
         let mut add = |p: &CacheParams, level: Level, path: String| -> Result<usize> {
@@ -689,7 +693,7 @@ impl Machine {
             && (!top.write_back || !top.contains(line))
         {
             // Write-through, or a store that did not allocate: the data goes down.
-            self.write_down(&path, 1, line, req.task);
+            self.write_down(&path, 1, line, req.task, true);
         }
         if served < path.len as usize {
             self.caches[path.at(served)].latency_cycles
@@ -746,7 +750,7 @@ impl Machine {
         match self.caches[c].fill(line, dirty, req) {
             Filled::Placed(Some(victim)) => self.evicted(path, i, victim),
             Filled::Placed(None) => {}
-            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task),
+            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task, false),
             Filled::Bypassed => {}
         }
         (served, false)
@@ -781,7 +785,7 @@ impl Machine {
         if next < path.len as usize && self.caches[path.at(next)].inclusion == Inclusion::Exclusive {
             self.victim_fill(path, next, victim);
         } else if victim.dirty {
-            self.write_down(path, next, victim.line, victim.owner);
+            self.write_down(path, next, victim.line, victim.owner, false);
         }
     }
 
@@ -799,15 +803,17 @@ impl Machine {
         match self.caches[c].fill(victim.line, victim.dirty, &req) {
             Filled::Placed(Some(next)) => self.evicted(path, i, next),
             Filled::Placed(None) => {}
-            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner),
+            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner, false),
             Filled::Bypassed => {}
         }
     }
 
     /// Dirty data of `line` arrives at level `i` from above (`i == path.len`:
     /// memory). A write-back level keeps it (allocating on a miss); a
-    /// write-through level passes it on.
-    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId) {
+    /// write-through level passes it on. `through` marks a store written
+    /// through while the line may stay above: an exclusive level must not
+    /// take a copy of it then, and passes it on too.
+    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId, through: bool) {
         if i >= path.len as usize {
             let home = self.node_of(line);
             self.nodes[home as usize].writes += 1;
@@ -818,18 +824,19 @@ impl Machine {
         if let Some(slot) = self.caches[c].find(line) {
             self.caches[c].writeback_hit(slot);
             if !self.caches[c].write_back {
-                self.write_down(path, i + 1, line, owner);
+                self.write_down(path, i + 1, line, owner, through);
             }
             return;
         }
         self.caches[c].miss(line, &req);
-        if !self.caches[c].write_back {
-            return self.write_down(path, i + 1, line, owner);
+        let exclusive = self.caches[c].inclusion == Inclusion::Exclusive;
+        if !self.caches[c].write_back || (through && exclusive) {
+            return self.write_down(path, i + 1, line, owner, through);
         }
         match self.caches[c].fill(line, true, &req) {
             Filled::Placed(Some(victim)) => self.evicted(path, i, victim),
             Filled::Placed(None) => {}
-            Filled::Bypassed => self.write_down(path, i + 1, line, owner),
+            Filled::Bypassed => self.write_down(path, i + 1, line, owner, through),
         }
     }
 
@@ -873,7 +880,7 @@ impl Machine {
             }
             if write_back && victim.dirty {
                 self.caches[c].stats.dirty_evictions += 1;
-                self.write_down(path, i + 1, victim.line, victim.owner);
+                self.write_down(path, i + 1, victim.line, victim.owner, false);
             }
         }
         self.scratch = removed;

@@ -41,14 +41,19 @@ impl Default for TlbLevelParams {
 }
 
 impl TlbLevelParams {
-    /// Check the geometry, recording problems under `loc`.
-    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+    /// Check the geometry and the replacement policy, recording problems
+    /// under `loc`, and fill in the policy's default params.
+    pub fn validate(&mut self, loc: &str, issues: &mut Issues) {
         if self.ways == 0 || self.entries == 0 || !self.entries.is_multiple_of(self.ways) {
             issues.push(
                 format!("{loc}.entries"),
                 "invalid_geometry",
                 format!("{} entries cannot be split into sets of {} ways", self.entries, self.ways),
             );
+        } else if let Some(policy) =
+            super::replacement::check(&self.replacement, self.ways as usize, &format!("{loc}.replacement"), issues)
+        {
+            self.replacement = policy;
         }
     }
 }
@@ -102,12 +107,12 @@ impl Default for TlbParams {
 
 impl TlbParams {
     /// Check every level, recording problems under `loc`.
-    pub fn validate(&self, loc: &str, issues: &mut Issues) {
+    pub fn validate(&mut self, loc: &str, issues: &mut Issues) {
         self.l1d.validate(&format!("{loc}.l1d"), issues);
-        if let Some(l1i) = &self.l1i {
+        if let Some(l1i) = &mut self.l1i {
             l1i.validate(&format!("{loc}.l1i"), issues);
         }
-        if let Some(l2) = &self.l2 {
+        if let Some(l2) = &mut self.l2 {
             l2.validate(&format!("{loc}.l2"), issues);
         }
         issues.check(

@@ -46,13 +46,12 @@ impl Replacement for Random {
 
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
-        let start = self.rng.below(self.ways as u64) as usize;
         if q.locked.is_none() {
-            return start;
+            return self.rng.below(self.ways as u64) as usize;
         }
         // Uniform over the evictable ways: pick the k-th of them.
         let free = (0..self.ways).filter(|&w| q.evictable(w)).count();
-        let k = start % free;
+        let k = self.rng.below(free as u64) as usize;
         (0..self.ways).filter(|&w| q.evictable(w)).nth(k).expect("k < number of evictable ways")
     }
 }
@@ -63,6 +62,21 @@ mod tests {
     use super::*;
     use crate::mem::replacement::ReqKind;
     use crate::types::{TaskId, VirtAddr};
+
+    #[test]
+    fn victims_are_uniform_over_the_unlocked_ways() {
+        // 3 of 8 ways free: each should get a third of the victims.
+        let mut p = RandomParams::default().build(&ctx(1, 8)).unwrap();
+        let locked = [true, false, true, true, false, true, false, true];
+        let q = VictimQuery { set: 0, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked: Some(&locked) };
+        let mut counts = [0; 8];
+        (0..9000).for_each(|_| counts[p.victim(&q)] += 1);
+        // 3000 expected each; 5 sigma is about 220.
+        for way in [1, 4, 6] {
+            assert!((2780..3220).contains(&counts[way]), "{counts:?}");
+        }
+        assert_eq!(counts[1] + counts[4] + counts[6], 9000);
+    }
 
     #[test]
     fn victims_are_spread_over_all_ways_and_reproducible() {

@@ -325,6 +325,15 @@ pub(crate) trait AddrGen: Send + 'static {
     /// Byte offset of the next data access from the start of the data
     /// region. `rng` is the generator's own address stream.
     fn next_offset(&mut self, rng: &mut Rng) -> u64;
+
+    /// The program site (a static load/store instruction pair) that made the
+    /// offset just returned, for generators that model one per data
+    /// structure: a stream's array. Each site's loads and stores then come
+    /// from one pc each, as in real code, where an instruction walks one
+    /// array. `None` (the default) rotates through the pcs instead.
+    fn site(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Spreads a fractional number of instructions over accesses exactly: a
@@ -422,6 +431,9 @@ pub(crate) struct Leaf<G: AddrGen> {
     /// both non-empty. Indexed by kind so the choice has no branch.
     pcs: [Box<[u64]>; 2],
     next_pc: [usize; 2],
+    /// Every data pc; site `s` loads with `all_pcs[2s]` and stores with
+    /// `all_pcs[2s + 1]` (modulo their number).
+    all_pcs: Box<[u64]>,
     remaining: u64,
     /// Total length when bounded.
     total: Option<u64>,
@@ -450,6 +462,7 @@ impl<G: AddrGen> Leaf<G> {
         let pcs = common.pcs as usize;
         let layout = Permutation::new(slots, &mut stream_rng(ctx, "pcs"));
         let all: Vec<u64> = (0..pcs as u64).map(|i| common.code_base + layout.apply(i) * INSTRUCTION_BYTES).collect();
+        let all_pcs: Box<[u64]> = all.clone().into();
         let stores = store_pc_count(pcs, common.store_fraction, common.ifetch_fraction);
         let (store_pcs, load_pcs) = all.split_at(stores);
         let store_pcs: Box<[u64]> = if store_pcs.is_empty() { load_pcs.into() } else { store_pcs.into() };
@@ -470,6 +483,7 @@ impl<G: AddrGen> Leaf<G> {
             store_below,
             pcs: [load_pcs, store_pcs],
             next_pc: [0, 0],
+            all_pcs,
             remaining: match length {
                 Length::Own => common.accesses,
                 Length::Unbounded => u64::MAX,
@@ -490,10 +504,15 @@ impl<G: AddrGen> Leaf<G> {
         // Loads and stores are mixed at random, so a branch on the kind would
         // be mispredicted often; index by it instead.
         let store = (r < self.store_below) as usize;
-        let group = &self.pcs[store];
-        let i = self.next_pc[store];
-        let pc = group[i];
-        self.next_pc[store] = if i + 1 == group.len() { 0 } else { i + 1 };
+        let pc = match self.gen.site() {
+            Some(site) => self.all_pcs[(2 * site + store) % self.all_pcs.len()],
+            None => {
+                let group = &self.pcs[store];
+                let i = self.next_pc[store];
+                self.next_pc[store] = if i + 1 == group.len() { 0 } else { i + 1 };
+                group[i]
+            }
+        };
         Access { addr, pc: VirtAddr(pc), instrs, size: self.size, kind: [AccessKind::Load, AccessKind::Store][store] }
     }
 }

@@ -47,12 +47,15 @@ struct StreamGen {
     /// Array of the next access.
     array: u32,
     arrays: u32,
+    /// Array of the access returned last.
+    last: u32,
 }
 
 impl AddrGen for StreamGen {
     #[inline(always)]
     fn next_offset(&mut self, _rng: &mut Rng) -> u64 {
         let out = self.array as u64 * self.array_bytes + self.offset;
+        self.last = self.array;
         self.array += 1;
         if self.array == self.arrays {
             self.array = 0;
@@ -62,6 +65,11 @@ impl AddrGen for StreamGen {
             }
         }
         out
+    }
+
+    #[inline(always)]
+    fn site(&self) -> Option<usize> {
+        Some(self.last as usize)
     }
 }
 
@@ -114,6 +122,7 @@ impl StreamParams {
             step: (stride as i128).rem_euclid(array_bytes as i128) as u64,
             array_bytes,
             array: 0,
+            last: 0,
             arrays: self.streams,
         };
         Ok(build_leaf(gen, &common, ctx, length))

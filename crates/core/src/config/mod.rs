@@ -16,7 +16,7 @@ pub mod units;
 
 pub use optional::optional;
 pub use plugin::{parse_at, PluginConfig};
-pub use units::{ByteSize, Span};
+pub use units::ByteSize;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

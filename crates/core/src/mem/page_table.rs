@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::Asid;
-use crate::util::hash::FxHashMap;
+use crate::util::hash::U64Map;
 use crate::util::perm::Permutation;
 use crate::util::rng::Rng;
 
@@ -53,6 +53,18 @@ pub struct PageEntry {
     pub node: u32,
 }
 
+impl PageEntry {
+    /// Frame in the low 48 bits, node above (frames of 4 KiB pages cover
+    /// 2^60 bytes in 48 bits).
+    fn pack(self) -> u64 {
+        self.frame | (self.node as u64) << 48
+    }
+
+    fn unpack(bits: u64) -> PageEntry {
+        PageEntry { frame: bits & ((1 << 48) - 1), node: (bits >> 48) as u32 }
+    }
+}
+
 /// Hands out frames per node.
 #[derive(Debug, Clone)]
 struct FrameAllocator {
@@ -82,8 +94,10 @@ pub struct PageTable {
     placement: Placement,
     identity: bool,
     nodes: u32,
-    pages: FxHashMap<u64, PageEntry>,
-    tables: FxHashMap<(u32, u8, u64), u64>,
+    /// Per (asid, virtual page): the entry, packed by [`PageEntry::pack`].
+    pages: U64Map,
+    /// Per (asid, radix level, prefix): the frame of that page-table page.
+    tables: U64Map,
     alloc: FrameAllocator,
     /// Set when an allocation found every node full.
     pub exhausted: bool,
@@ -109,8 +123,8 @@ impl PageTable {
             placement,
             identity: allocation == FrameAllocation::Identity,
             nodes,
-            pages: FxHashMap::default(),
-            tables: FxHashMap::default(),
+            pages: U64Map::default(),
+            tables: U64Map::default(),
             alloc: FrameAllocator { frames_per_node, used: vec![0; nodes as usize], order },
             exhausted: false,
         }
@@ -137,8 +151,8 @@ impl PageTable {
             return PageEntry { frame: vpn, node: 0 };
         }
         let key = super::tlb::key(asid, vpn);
-        if let Some(&entry) = self.pages.get(&key) {
-            return entry;
+        if let Some(bits) = self.pages.get(key) {
+            return PageEntry::unpack(bits);
         }
         let node = self.node_for(vpn, toucher_node);
         let entry = if self.identity {
@@ -149,13 +163,13 @@ impl PageTable {
                 PageEntry { frame: 0, node }
             })
         };
-        self.pages.insert(key, entry);
+        self.pages.insert(key, entry.pack());
         entry
     }
 
     /// The translation of `vpn` if it was ever touched.
     pub fn get(&self, asid: Asid, vpn: u64) -> Option<PageEntry> {
-        self.pages.get(&super::tlb::key(asid, vpn)).copied()
+        self.pages.get(super::tlb::key(asid, vpn)).map(PageEntry::unpack)
     }
 
     /// Frame of the page-table page at `level` (0 = root) covering `vpn` in a
@@ -165,14 +179,17 @@ impl PageTable {
         let shift = 9 * (levels - level);
         let prefix = if shift >= 64 { 0 } else { vpn >> shift };
         let index = (vpn >> (9 * (levels - 1 - level))) & 511;
-        let frame = match self.tables.get(&(asid.0, level as u8, prefix)) {
-            Some(&f) => f,
+        // asid (12 bits) | level (3 bits) | prefix (below 2^43: a page number
+        // of at most 52 bits shifted right by at least 9).
+        let key = (asid.0 as u64) << 52 | (level as u64) << 49 | prefix;
+        let frame = match self.tables.get(key) {
+            Some(f) => f,
             None => {
                 let f = self.alloc.allocate(toucher_node).map(|e| e.frame).unwrap_or_else(|| {
                     self.exhausted = true;
                     0
                 });
-                self.tables.insert((asid.0, level as u8, prefix), f);
+                self.tables.insert(key, f);
                 f
             }
         };

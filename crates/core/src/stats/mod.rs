@@ -162,7 +162,7 @@ pub struct Summary {
     pub instructions: u64,
     /// Cycles of the slowest core.
     pub cycles: u64,
-    /// Instructions per cycle over all tasks' own cycles.
+    /// Cycles per instruction: `cycles / instructions`.
     pub cpi: f64,
     /// References skipped for warm-up (caches warmed, stats discarded).
     pub warmup_accesses: u64,

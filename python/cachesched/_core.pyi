@@ -1,0 +1,28 @@
+"""Type stubs of the compiled module ``cachesched._core`` (crates/py).
+
+Configurations go in and results come out as JSON text; the Python modules
+wrap these functions, and users call those instead.
+"""
+
+from typing import Callable, Optional
+
+__version__: str
+
+Progress = Callable[[int, Optional[int]], None]
+
+def simulate(config_json: str, base_dir: Optional[str] = None, progress: Optional[Progress] = None) -> str: ...
+def resolve_config(config_json: str) -> str: ...
+def presets() -> list[dict[str, str]]: ...
+def trace_info(path: str) -> str: ...
+def trace_scan(path: str, thread: Optional[int] = None) -> str: ...
+def trace_generate(
+    workload_json: str,
+    path: str,
+    seed: int = 1,
+    base_dir: Optional[str] = None,
+    progress: Optional[Progress] = None,
+) -> str: ...
+def trace_write(
+    path: str, addr: bytes, kind: bytes, size: bytes, pc: bytes, instrs: bytes, source: str = "python"
+) -> str: ...
+def trace_read(path: str, thread: Optional[int] = None, skip: int = 0, limit: Optional[int] = None) -> dict[str, bytes]: ...

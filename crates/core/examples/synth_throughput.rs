@@ -59,6 +59,12 @@ fn main() {
                 {"weight": 0.5, "workload": {"kind": "uniform"}},
             ]}),
         ),
+        ("loop", json!({"accesses": n})),
+        (
+            "loop",
+            json!({"accesses": n, "arrays": [{"size_bytes": "64MiB"}, {"size_bytes": "64MiB"}],
+                   "sites": [{"stream": {"array": 0}}, {"stream": {"array": 1}, "store": true}]}),
+        ),
     ];
     println!("{:<8} {:>12} {:>12} {:>8}  params (N = accesses per case)", "kind", "overall/s", "best 1M/s", "best ns");
     for (kind, params) in cases {

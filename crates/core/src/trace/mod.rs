@@ -64,6 +64,7 @@ crate::register! {
     "chase" => Chase(synthetic::chase::ChaseParams),
     "phases" => Phases(synthetic::phases::PhasesParams),
     "mix" => Mix(synthetic::mix::MixParams),
+    "loop" => Loop(synthetic::r#loop::LoopParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

@@ -1850,119 +1850,6 @@ pub fn scan(path: impl AsRef<Path>, thread: Option<u32>) -> Result<TraceStats> {
     scan_workload(&mut reader)
 }
 
-// ---------------------------------------------------------------------------
-// A stand-in workload for size and speed checks.
-
-/// A small deterministic access stream resembling a data-intensive loop, for
-/// the size test and `examples/cst_throughput.rs` until the synthetic
-/// generators can stand in (not a workload kind).
-///
-/// [`DemoMix::new`]: each iteration of a loop body runs eight memory
-/// instructions in program order: four walk large arrays with fixed strides
-/// (8, 8, 64 and 4 bytes over 128-512 MiB), four hit 64-byte lines of a
-/// 64 MiB heap with Zipf-like popularity (log-uniform rank, about 17 bits of
-/// entropy per access, two of the sites at a random word of the line). Each
-/// instruction has its own instruction count; one iteration in eight takes a
-/// longer path before the last access, and one in sixteen skips the sixth.
-///
-/// [`DemoMix::shuffled`]: the same accesses in random order with random
-/// instruction counts: a worst case that no real program produces, reported
-/// beside the realistic figure.
-#[derive(Debug, Clone)]
-pub struct DemoMix {
-    rng: crate::util::rng::Rng,
-    shuffled: bool,
-    /// Position in the loop body.
-    step: usize,
-    /// This iteration takes the long path / skips the conditional access.
-    long_path: bool,
-    skip_cond: bool,
-    /// Element index of each strided walk (by loop-body position).
-    i: [u64; 8],
-}
-
-impl DemoMix {
-    const HEAP: u64 = 0x7f00_0000_0000;
-    const HEAP_LINES: u64 = (64 << 20) / 64;
-    /// Loop body: (pc, instructions, kind, what): `what` is a stream
-    /// (base, stride, length in bytes, size) or a heap site (random word?).
-    const BODY: [(u64, u32, AccessKind, Site); 8] = [
-        (0x40_1000, 3, AccessKind::Load, Site::Stream(0x1000_0000, 8, 256 << 20, 8)),
-        (0x40_1008, 1, AccessKind::Load, Site::Heap(true)),
-        (0x40_1010, 2, AccessKind::Load, Site::Stream(0x3000_0000, 8, 256 << 20, 8)),
-        (0x40_101c, 4, AccessKind::Store, Site::Heap(false)),
-        (0x40_1024, 1, AccessKind::Load, Site::Stream(0x5000_0000, 64, 128 << 20, 8)),
-        (0x40_1030, 2, AccessKind::Load, Site::Heap(true)),
-        (0x40_1038, 5, AccessKind::Store, Site::Stream(0x6000_0000, 4, 512 << 20, 4)),
-        (0x40_1044, 1, AccessKind::Load, Site::Heap(false)),
-    ];
-
-    /// The loop-structured stream seeded with `seed`.
-    pub fn new(seed: u64) -> DemoMix {
-        DemoMix {
-            rng: crate::util::rng::Rng::from_seed(seed),
-            shuffled: false,
-            step: 0,
-            long_path: false,
-            skip_cond: false,
-            i: [0; 8],
-        }
-    }
-
-    /// The shuffled worst case seeded with `seed`.
-    pub fn shuffled(seed: u64) -> DemoMix {
-        DemoMix { shuffled: true, ..DemoMix::new(seed) }
-    }
-
-    /// The next access.
-    pub fn next_access(&mut self) -> Access {
-        let (site, instrs) = if self.shuffled {
-            const INSTRS: [u32; 8] = [1, 1, 1, 2, 2, 3, 4, 6];
-            let r = self.rng.next_u64();
-            ((r & 7) as usize, INSTRS[((r >> 3) & 7) as usize])
-        } else {
-            if self.step == 0 {
-                let r = self.rng.next_u64();
-                self.long_path = r & 7 == 0;
-                self.skip_cond = (r >> 3) & 15 == 0;
-            }
-            if self.step == 5 && self.skip_cond {
-                self.step += 1;
-            }
-            let at = self.step;
-            let extra = if at == 7 && self.long_path { 6 } else { 0 };
-            self.step = (self.step + 1) % Self::BODY.len();
-            (at, Self::BODY[at].1 + extra)
-        };
-        let (pc, _, kind, what) = Self::BODY[site];
-        let (addr, size) = match what {
-            Site::Stream(base, stride, len, size) => {
-                let i = self.i[site];
-                self.i[site] = i + 1;
-                (base + (i * stride) % len, size)
-            }
-            Site::Heap(random_word) => {
-                let rank = ((Self::HEAP_LINES as f64).powf(self.rng.next_f64()) as u64).clamp(1, Self::HEAP_LINES) - 1;
-                // Scatter popular ranks over the heap (an odd multiplier is
-                // a bijection modulo a power of two).
-                let line = rank.wrapping_mul(0x9E37_79B9) & (Self::HEAP_LINES - 1);
-                let word = if random_word { self.rng.below(8) } else { 1 };
-                (Self::HEAP + line * 64 + word * 8, 8)
-            }
-        };
-        Access { addr: VirtAddr(addr), pc: VirtAddr(pc), instrs, size, kind }
-    }
-}
-
-/// What one instruction of [`DemoMix`]'s loop body touches.
-#[derive(Debug, Clone, Copy)]
-enum Site {
-    /// A walk: base, stride, length (bytes), access size.
-    Stream(u64, u64, u64, u16),
-    /// A Zipf-popular heap line; `true` for a random word of it.
-    Heap(bool),
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2004,14 +1891,27 @@ mod tests {
         Access { addr: VirtAddr(addr), pc: VirtAddr(pc), instrs, size, kind }
     }
 
-    /// A mixed multi-thread sequence with strides, jumps and edge values.
+    /// `n` accesses of the default `loop` workload (a loop body of strided
+    /// walks and Zipf-popular heap accesses) run with seed `seed`, built as
+    /// a config would build it.
+    fn loop_accesses(n: usize, seed: u64) -> Vec<Access> {
+        let raw = crate::config::PluginConfig { kind: "loop".into(), params: serde_json::json!({"accesses": n}) };
+        let ctx = crate::trace::WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir: None };
+        let mut workload = crate::trace::WorkloadConfig::parse(&raw, "workload").unwrap().build(&ctx).unwrap();
+        let accesses = collect(&mut *workload).unwrap();
+        assert_eq!(accesses.len(), n);
+        accesses
+    }
+
+    /// A mixed multi-thread sequence with strides, jumps and edge values:
+    /// the default loop with some records changed.
     fn sample(n: usize, threads: &[u32], seed: u64) -> Vec<(u32, Access)> {
         let mut rng = crate::util::rng::Rng::from_seed(seed);
-        let mut mix = DemoMix::new(seed);
-        (0..n)
-            .map(|i| {
+        loop_accesses(n, seed)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut a)| {
                 let t = threads[rng.below(threads.len() as u64) as usize];
-                let mut a = mix.next_access();
                 match rng.below(10) {
                     0 => a.addr = VirtAddr(u64::MAX - rng.below(3)),
                     1 => a.addr = VirtAddr(rng.below(2)),
@@ -2338,17 +2238,16 @@ mod tests {
     }
 
     #[test]
-    fn realistic_mix_takes_under_two_bytes_per_access() {
-        let mut mix = DemoMix::new(7);
+    fn the_default_loop_takes_under_two_bytes_per_access() {
+        // Half the accesses are Zipf draws over 2^20 heap elements (about 13
+        // bits each, plus 3 for the random word at two of the four sites),
+        // the other half strided walks that the format predicts: about 1.8
+        // bytes per access.
+        let expected = loop_accesses(1 << 20, 7);
         let mut bytes = Vec::new();
-        let mut w =
-            NativeWriter::new(&mut bytes, NAME, &TraceHeader::new("demo mix"), WriterOptions::default()).unwrap();
-        let n = 1 << 20;
-        let mut expected = Vec::with_capacity(n);
-        for _ in 0..n {
-            let a = mix.next_access();
-            w.write(&a).unwrap();
-            expected.push(a);
+        let mut w = NativeWriter::new(&mut bytes, NAME, &TraceHeader::new("loop"), WriterOptions::default()).unwrap();
+        for a in &expected {
+            w.write(a).unwrap();
         }
         let summary = w.finish().unwrap();
         let bpa = summary.bytes_per_access();

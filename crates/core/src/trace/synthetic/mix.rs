@@ -8,8 +8,8 @@
 //! must tell apart.
 //!
 //! Rules: the mix produces exactly its own `accesses`; the components' own
-//! `accesses` are ignored (leaf generators, `phases` and `mix` nested here
-//! run unbounded), so a component can supply any share of the stream. A
+//! `accesses` are ignored (leaf generators, `loop`, `phases` and `mix` nested
+//! here run unbounded), so a component can supply any share of the stream. A
 //! component that ends anyway (a trace file) drops out and the remaining
 //! weights are renormalised; the mix ends early only if every component has
 //! ended. Component choices come from the mix's own seeded stream, so each

@@ -10,18 +10,21 @@
 //!
 //! Leaf generators ([`stream`], [`uniform`], [`zipf`], [`chase`]) decide where
 //! data accesses go; they share the common parameters and the driver in
-//! `common` (load/store/ifetch mix, pcs, instructions per access). The
-//! combinators ([`phases`], [`mix`]) compose other workloads. The user guide
-//! is `docs/workloads.md`.
+//! `common` (load/store/ifetch mix, pcs, instructions per access). A `loop`
+//! (in `loop.rs`) lays out a loop body instead: its sites fix each access's
+//! pc, kind and instructions, and reuse the leaves' address patterns
+//! (strided walks, the Zipf sampler). The combinators ([`phases`], [`mix`])
+//! compose other workloads. The user guide is `docs/workloads.md`.
 //!
 //! Nesting rule: a workload nested in `phases` or `mix` runs as long as its
-//! parent asks. Leaf generators, `phases` and `mix` are built unbounded there
-//! (their own `accesses` and, for `phases`, `repeat` are ignored); other kinds
-//! (trace files) keep their natural length and may end early, which the
-//! parent handles (see each combinator's docs).
+//! parent asks. Leaf generators, `loop`, `phases` and `mix` are built
+//! unbounded there (their own `accesses` and, for `phases`, `repeat` are
+//! ignored); other kinds (trace files) keep their natural length and may end
+//! early, which the parent handles (see each combinator's docs).
 
 pub mod chase;
 pub(crate) mod common;
+pub mod r#loop;
 pub mod mix;
 pub mod phases;
 pub mod stream;
@@ -44,6 +47,7 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Chase(p) => p.build_with(ctx, endless),
         WorkloadConfig::Phases(p) => p.build_with(ctx, endless),
         WorkloadConfig::Mix(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Loop(p) => p.build_with(ctx, endless),
         other => other.build(ctx),
     }
 }
@@ -171,7 +175,7 @@ mod tests {
 
     #[test]
     fn defaults_round_trip_through_the_raw_form() {
-        for kind in LEAVES.iter().chain(&["phases", "mix"]) {
+        for kind in LEAVES.iter().chain(&["phases", "mix", "loop"]) {
             let raw = crate::config::PluginConfig::named(kind);
             let typed = WorkloadConfig::parse(&raw, "workload").unwrap();
             let again = WorkloadConfig::parse(&typed.to_raw(), "workload").unwrap();
@@ -297,7 +301,7 @@ mod tests {
 
     #[test]
     fn same_inputs_same_stream_different_seed_or_component_different_stream() {
-        for kind in LEAVES.iter().chain(&["phases", "mix"]) {
+        for kind in LEAVES.iter().chain(&["phases", "mix", "loop"]) {
             let p = if LEAVES.contains(kind) { leaf(kind, json!({"ifetch_fraction": 0.1})) } else { Value::Null };
             let a = take(&mut *build_seeded(kind, p.clone(), 7, "task0"), 5000);
             let b = take(&mut *build_seeded(kind, p.clone(), 7, "task0"), 5000);

@@ -7,12 +7,13 @@
 //! working-set estimators and migration prefetchers have to track.
 //!
 //! Rules: phase `i` takes exactly its entry's `accesses` from its workload;
-//! the nested workload's own `accesses` is ignored (leaf generators, `phases`
-//! and `mix` nested here run unbounded). Each phase's workload is built once
-//! and keeps its state across passes: on the second pass a stream continues
-//! where it stopped, it does not restart. A nested workload that ends before
-//! its phase does (a trace file) ends the phase early. `phases` nested inside
-//! another `phases` or a `mix` repeats forever and ignores `repeat`.
+//! the nested workload's own `accesses` is ignored (leaf generators, `loop`,
+//! `phases` and `mix` nested here run unbounded). Each phase's workload is
+//! built once and keeps its state across passes: on the second pass a stream
+//! continues where it stopped, it does not restart. A nested workload that
+//! ends before its phase does (a trace file) ends the phase early. `phases`
+//! nested inside another `phases` or a `mix` repeats forever and ignores
+//! `repeat`.
 
 use serde::{Deserialize, Serialize};
 

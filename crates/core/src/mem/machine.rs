@@ -688,10 +688,8 @@ impl Machine {
         let node = self.cores[c].node;
         let (served, _) = self.lookup(&path, 0, line, req, node);
         let top = &self.caches[path.at(0)];
-        if !(top.write_back && top.write_allocate)
-            && req.kind == ReqKind::Store
-            && (!top.write_back || !top.contains(line))
-        {
+        let writes_through = !top.write_back || !top.write_allocate;
+        if writes_through && req.kind == ReqKind::Store && (!top.write_back || !top.contains(line)) {
             // Write-through, or a store that did not allocate: the data goes down.
             self.write_down(&path, 1, line, req.task, true);
         }

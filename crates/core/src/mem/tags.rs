@@ -177,7 +177,7 @@ impl TagArray {
 /// four and at most 64.
 #[inline(always)]
 unsafe fn match_prints(prints: *const u32, stride: usize, p: u32) -> u64 {
-    debug_assert!(stride % 4 == 0 && stride <= 64);
+    debug_assert!(stride.is_multiple_of(4) && stride <= 64);
     // The common associativities get straight-line code; others loop.
     match stride {
         4 => match4(prints, p),

@@ -52,3 +52,18 @@ def test_hits_and_misses_agree_with_pycachesim(generated, levels):
     assert got == want
     # Every level must have been exercised, or the comparison proves little.
     assert all(v["misses"] > 100 for v in got.values()), got
+
+
+def test_loadstore_runs_replay_the_accesses_in_order():
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    for n in [0, 1, 2, 7, 1000]:
+        kinds = rng.integers(0, 2, n).astype(np.uint8)
+        addrs = rng.integers(0, 1000, n).astype(np.uint64)
+        runs = reference.loadstore_runs(pd.DataFrame({"kind": kinds, "addr": addrs}))
+        replay = [(k, a) for loads, stores in runs for k, a in [(0, x) for x in loads] + [(1, x) for x in stores]]
+        assert replay == list(zip(kinds.tolist(), addrs.tolist()))
+        # Maximal pairs: each pair but the last ends with stores, each but the first starts with loads.
+        assert all(stores and loads for (_, stores), (loads, _) in zip(runs, runs[1:]))

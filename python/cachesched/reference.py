@@ -18,19 +18,22 @@ LEVEL_NAMES = ("l1d", "l2", "llc")
 
 def loadstore_runs(accesses: pd.DataFrame) -> list[tuple[list[int], list[int]]]:
     """The accesses as pycachesim's batched ``loadstore`` argument: a list of
-    (loads, stores) pairs that replays them in order."""
-    if (accesses["kind"] == 2).any():
-        raise ValueError("pycachesim has no instruction fetches")
+    (loads, stores) pairs that replays them in order (a pair's loads run
+    before its stores, so a new pair starts at every load after a store)."""
     kinds = accesses["kind"].to_numpy()
+    if (kinds == 2).any():
+        raise ValueError("pycachesim has no instruction fetches")
+    n = len(kinds)
+    if n == 0:
+        return []
+    stores = kinds == 1
+    starts = np.concatenate(([0], np.flatnonzero(~stores[1:] & stores[:-1]) + 1))
+    ends = np.append(starts[1:], n)
+    # Where each pair's stores begin: its first store, or its end if none.
+    next_store = np.minimum.accumulate(np.where(stores, np.arange(n), n)[::-1])[::-1]
+    splits = np.minimum(next_store[starts], ends)
     addrs = accesses["addr"].to_numpy().tolist()
-    # A new pair starts at every load that follows a store.
-    starts = np.flatnonzero((kinds[1:] == 0) & (kinds[:-1] == 1)) + 1
-    bounds = [0, *starts.tolist(), len(addrs)]
-    runs = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        split = a + int(np.argmax(kinds[a:b] == 1)) if (kinds[a:b] == 1).any() else b
-        runs.append((addrs[a:split], addrs[split:b]))
-    return runs
+    return [(addrs[a:m], addrs[m:b]) for a, m, b in zip(starts.tolist(), splits.tolist(), ends.tolist())]
 
 
 def equivalent_machine(geometry: list[tuple[int, int]], line_bytes: int = 64) -> dict:

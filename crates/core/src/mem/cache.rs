@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::replacement::{Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery};
+use super::replacement::{self, Policy, Replacement, ReqKind, Touch, VictimQuery};
 use crate::config::{ByteSize, PluginConfig};
 use crate::error::{Issues, Result};
 use crate::types::{LineAddr, TaskId, VirtAddr};
@@ -255,14 +255,8 @@ impl Cache {
     pub fn new(params: &CacheParams, seed: u64, component: &str, loc: &str) -> Result<Cache> {
         let ways = params.effective_ways() as usize;
         let sets = (params.lines() as usize / ways).max(1);
-        let repl_loc = format!("{loc}.replacement");
-        let policy = ReplacementConfig::parse(&params.replacement, &repl_loc)?.build(&ReplCtx {
-            sets,
-            ways,
-            seed,
-            component: component.to_string(),
-            loc: repl_loc.clone(),
-        })?;
+        let policy =
+            replacement::build(&params.replacement, sets, ways, seed, component, &format!("{loc}.replacement"))?;
         let rehit_is_noop = policy.rehit_is_noop();
         Ok(Cache {
             path: component.to_string(),

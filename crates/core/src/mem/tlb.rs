@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::replacement::{Policy, ReplCtx, Replacement, ReplacementConfig, ReqKind, Touch, VictimQuery};
+use super::replacement::{self, Policy, Replacement, ReqKind, Touch, VictimQuery};
 use super::tags::{SetIndex, Slot, TagArray, INVALID};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
@@ -166,14 +166,8 @@ impl Tlb {
     pub fn new(params: &TlbLevelParams, seed: u64, component: &str, loc: &str) -> Result<Tlb> {
         let ways = params.ways as usize;
         let sets = params.entries as usize / ways;
-        let repl_loc = format!("{loc}.replacement");
-        let policy = ReplacementConfig::parse(&params.replacement, &repl_loc)?.build(&ReplCtx {
-            sets,
-            ways,
-            seed,
-            component: component.to_string(),
-            loc: repl_loc.clone(),
-        })?;
+        let policy =
+            replacement::build(&params.replacement, sets, ways, seed, component, &format!("{loc}.replacement"))?;
         Ok(Tlb {
             path: component.to_string(),
             index: SetIndex::new(sets),

@@ -236,6 +236,20 @@ pub fn check(
     Some(config.to_raw())
 }
 
+/// Type and build the policy selected by `raw` (found at `loc`) for an array
+/// of `sets x ways` at component path `component` in a run seeded `seed`.
+pub fn build(
+    raw: &crate::config::PluginConfig,
+    sets: usize,
+    ways: usize,
+    seed: u64,
+    component: &str,
+    loc: &str,
+) -> Result<Policy> {
+    let ctx = ReplCtx { sets, ways, seed, component: component.to_string(), loc: loc.to_string() };
+    ReplacementConfig::parse(raw, loc)?.build(&ctx)
+}
+
 /// The evictable way with the smallest key (ties to the lowest way), for
 /// policies that order lines by a stamp.
 #[inline]

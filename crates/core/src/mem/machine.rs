@@ -248,6 +248,16 @@ struct Memo {
     pline: u64,
 }
 
+/// How far [`Machine::l1_hit`] got with a reference.
+enum Fast {
+    /// Both the L1 TLB and the L1 cache hit: the latency.
+    Hit(u32),
+    /// The L1 TLB hit (counted); the line, with the translation's latency.
+    Translated(LineAddr, u32),
+    /// No L1 TLB, or it missed: nothing counted yet.
+    Untranslated,
+}
+
 /// What a core is wired to.
 #[derive(Debug, Clone, Copy)]
 struct Ports {
@@ -503,11 +513,14 @@ impl Machine {
         if let Some(latency) = self.repeat(c, req, asid, vline) {
             return latency;
         }
-        if let Some(latency) = self.l1_hit(c, req, asid, vaddr, vline) {
-            return latency;
-        }
-        let (paddr, t) = self.translate(c, req, asid, vaddr);
-        let line = LineAddr(paddr >> self.line_shift);
+        let (line, t) = match self.l1_hit(c, req, asid, vaddr, vline) {
+            Fast::Hit(latency) => return latency,
+            Fast::Translated(line, t) => (line, t),
+            Fast::Untranslated => {
+                let (paddr, t) = self.translate(c, req, asid, vaddr);
+                (LineAddr(paddr >> self.line_shift), t)
+            }
+        };
         self.memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
         t + self.access_line(c, line, req)
     }
@@ -532,32 +545,33 @@ impl Machine {
     }
 
     /// The common case in one body: the L1 TLB and the L1 cache both hit.
-    /// Looks first and changes nothing unless both hit, so that `None` hands
-    /// the reference to the general path untouched.
+    /// On an L1 TLB hit whose line misses the L1 cache, the TLB hit is
+    /// counted and the line handed back, so the general path does not look
+    /// the TLB up again; on an L1 TLB miss nothing has changed.
     #[inline(always)]
-    fn l1_hit(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64) -> Option<u32> {
+    fn l1_hit(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64) -> Fast {
         // Borrow the fields apart: one body, no re-indexing through `self`.
         let Machine { cores, tlbs, caches, tasks, cache_level, memos, page_shift, line_shift, .. } = self;
         let ports = &cores[c];
-        let tlb = &mut tlbs[ports.l1_tlb(req.kind)?];
+        let Some(t) = ports.l1_tlb(req.kind) else { return Fast::Untranslated };
+        let tlb = &mut tlbs[t];
         let key = tlb::key(asid, vaddr >> *page_shift);
-        let tslot = tlb.find(key)?;
-        let l1 = ports.path(req.kind).at(0);
-        let cache = &mut caches[l1];
-        let frame = tlb.frame_at(tslot);
-        let line =
-            LineAddr((frame << (*page_shift - *line_shift)) | (vline & ((1 << (*page_shift - *line_shift)) - 1)));
-        let slot = cache.find(line)?;
-        if !cache.write_back && req.kind == ReqKind::Store {
-            return None;
-        }
-        tlb.hit(tslot);
-        cache.hit(slot, req);
+        let Some(tslot) = tlb.find(key) else { return Fast::Untranslated };
+        let frame = tlb.hit(tslot);
         let stats = &mut tasks[req.task.0 as usize];
         stats.tlb.l1_hits += 1;
+        let line =
+            LineAddr((frame << (*page_shift - *line_shift)) | (vline & ((1 << (*page_shift - *line_shift)) - 1)));
+        let l1 = ports.path(req.kind).at(0);
+        let cache = &mut caches[l1];
+        let slot = match cache.find(line) {
+            Some(slot) if cache.write_back || req.kind != ReqKind::Store => slot,
+            _ => return Fast::Translated(line, tlb.latency_cycles),
+        };
+        cache.hit(slot, req);
         stats.levels[cache_level[l1] as usize].hits[req.kind as usize] += 1;
         memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
-        Some(tlb.latency_cycles + cache.latency_cycles)
+        Fast::Hit(tlb.latency_cycles + cache.latency_cycles)
     }
 
     /// The shortcut for a reference to the line the core referenced last

@@ -58,6 +58,9 @@ pub struct TagArray {
     prints: Vec<u32>,
     /// Ways per set in `prints` (`ways` rounded up to four).
     stride: usize,
+    /// Entries holding a key: once every entry does (a warm cache), no fill
+    /// needs to look for an empty way.
+    valid: usize,
 }
 
 /// A 32-bit fingerprint mixing all bits of a key (so that keys differing
@@ -72,7 +75,14 @@ impl TagArray {
     /// An empty array of `sets` sets of `ways` ways.
     pub fn new(sets: usize, ways: usize) -> TagArray {
         let stride = ways.div_ceil(4) * 4;
-        TagArray { sets, ways, tags: vec![INVALID; sets * ways], prints: vec![print(INVALID); sets * stride], stride }
+        TagArray {
+            sets,
+            ways,
+            tags: vec![INVALID; sets * ways],
+            prints: vec![print(INVALID); sets * stride],
+            stride,
+            valid: 0,
+        }
     }
 
     /// Number of sets.
@@ -122,6 +132,7 @@ impl TagArray {
     #[inline(always)]
     pub fn set(&mut self, slot: Slot, key: u64) {
         let i = self.index(slot);
+        self.valid = self.valid + (key != INVALID) as usize - (self.tags[i] != INVALID) as usize;
         self.tags[i] = key;
         self.prints[slot.set * self.stride + slot.way] = print(key);
     }
@@ -161,6 +172,9 @@ impl TagArray {
     /// The first empty way of `set`, if any.
     #[inline]
     pub fn first_invalid(&self, set: usize) -> Option<usize> {
+        if self.valid == self.tags.len() {
+            return None;
+        }
         self.find(set, INVALID).map(|s| s.way)
     }
 
@@ -248,6 +262,12 @@ mod tests {
         assert_eq!(t.find(0, 7), None);
         assert_eq!(t.find(0, (1 << 52) | 7), Some(Slot { set: 0, way: 3 }));
         assert_eq!(t.first_invalid(0), Some(0));
+        for way in 0..8 {
+            t.set(Slot { set: 0, way }, 100 + way as u64);
+        }
+        assert_eq!(t.first_invalid(0), None, "full");
+        t.set(Slot { set: 0, way: 5 }, INVALID);
+        assert_eq!(t.first_invalid(0), Some(5), "an invalidation makes room again");
     }
 
     #[test]

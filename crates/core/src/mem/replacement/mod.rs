@@ -254,10 +254,18 @@ pub fn build(
 /// policies that order lines by a stamp.
 #[inline]
 pub(crate) fn min_evictable(keys: &[u64], q: &VictimQuery) -> usize {
+    let Some(locked) = q.locked else {
+        // Nothing locked (the common case): a plain, branch-free argmin.
+        return keys
+            .iter()
+            .enumerate()
+            .fold((0, u64::MAX), |best, (way, &k)| if k < best.1 { (way, k) } else { best })
+            .0;
+    };
     let mut best = usize::MAX;
     let mut best_key = u64::MAX;
     for (way, &key) in keys.iter().enumerate() {
-        if key < best_key && q.evictable(way) {
+        if key < best_key && !locked[way] {
             best = way;
             best_key = key;
         }

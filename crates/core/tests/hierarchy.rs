@@ -438,3 +438,24 @@ fn numa_latency_depends_on_the_home_node() {
     assert_eq!(m.tasks[1].memory_remote, 1);
     assert_eq!(m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(), vec![2, 0]);
 }
+
+#[test]
+fn two_mebibyte_pages_cut_walks_and_use_three_level_radix_walks() {
+    // A sweep of 8 MiB, one access per 4 KiB: one walk per page touched.
+    let walks_with = |page_bytes: u64| {
+        let mut params = with_tlb(WalkModel::Radix);
+        params.memory.page_bytes = ByteSize(page_bytes);
+        let mut m = Machine::new(&params, 1, "machine").unwrap();
+        m.add_tasks(1);
+        for i in 0..2048u64 {
+            m.access(CoreId(0), TaskId(0), Asid(0), &access(AccessKind::Load, 0x4000_0000 + i * 4096));
+        }
+        (m.tasks[0].tlb.walks, stats(&m, 0).misses[ReqKind::Walk as usize] + stats(&m, 0).hits[ReqKind::Walk as usize])
+    };
+    let (walks_4k, entry_reads_4k) = walks_with(4096);
+    let (walks_2m, entry_reads_2m) = walks_with(2 << 20);
+    assert_eq!(walks_4k, 2048);
+    assert_eq!(entry_reads_4k, 4 * 2048, "four levels per walk");
+    assert_eq!(walks_2m, 4, "8 MiB is four 2 MiB pages");
+    assert_eq!(entry_reads_2m, 3 * 4, "three levels per walk");
+}

@@ -8,8 +8,6 @@ compare speed. Its semantics match ours under the configuration that
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import numpy as np
 import pandas as pd
 
@@ -70,12 +68,6 @@ def hierarchy(geometry: list[tuple[int, int]], line_bytes: int = 64):
         levels.insert(0, cache)
         below = cache
     return cachesim.CacheSimulator(levels[0], mem), levels
-
-
-def chunks(accesses: pd.DataFrame, size: int = 1 << 20) -> Iterator[pd.DataFrame]:
-    """Split a DataFrame of accesses into consecutive pieces."""
-    for start in range(0, len(accesses), size):
-        yield accesses.iloc[start:start + size]
 
 
 def counts(levels) -> dict[str, dict[str, int]]:

@@ -1,7 +1,7 @@
 //! Where the time goes on a trace: decoding alone, then the machine alone
 //! on the decoded accesses (a profiling aid).
 //!
-//! `cargo run --release --example bench_split -- TRACE.cst`
+//! `cargo run --release --example bench_split -- TRACE.cst [standard|identity]`
 use std::time::Instant;
 
 use cachesched_core::config;
@@ -25,7 +25,11 @@ fn main() {
     }
     let decode = start.elapsed().as_secs_f64();
     println!("decode: {:.2} ns/access ({} accesses)", decode * 1e9 / all.len() as f64, all.len());
-    for (name, tlb) in [("standard", true), ("no tlb, identity", false)] {
+    let only = std::env::args().nth(2);
+    for (name, tlb) in [("standard", true), ("identity", false)] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let mut cfg = config::from_json_str(r#"{"workload": {"kind": "stream"}}"#).unwrap().config;
         if !tlb {
             cfg.machine.tlb = None;

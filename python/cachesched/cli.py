@@ -22,12 +22,13 @@ def _config_source(args: argparse.Namespace) -> Path:
     if args.example:
         examples = _examples()
         if args.example not in examples:
-            raise ConfigError(f"unknown example '{args.example}'; built-in examples: {', '.join(sorted(examples))}",
-                              [{"loc": "", "code": "unknown_example", "msg": "unknown example"}])
+            known = ", ".join(sorted(examples))
+            msg = f"unknown example '{args.example}'; built-in examples: {known}"
+            raise ConfigError.single("", "unknown_example", msg)
         return examples[args.example]
     if not args.config:
-        raise ConfigError("give a configuration file, or --example NAME (see `cachesched examples`)",
-                          [{"loc": "", "code": "missing_config", "msg": "no configuration given"}])
+        raise ConfigError.single("", "missing_config",
+                                 "give a configuration file, or --example NAME (see `cachesched examples`)")
     return Path(args.config)
 
 
@@ -67,8 +68,8 @@ def cmd_presets(args: argparse.Namespace) -> int:
         match = [p for p in shipped if p["name"] == args.name]
         if not match:
             names = ", ".join(p["name"] for p in shipped)
-            raise ConfigError(f"unknown preset '{args.name}'; expected one of: {names}",
-                              [{"loc": "machine.preset", "code": "unknown_preset", "msg": "unknown preset"}])
+            raise ConfigError.single("machine.preset", "unknown_preset",
+                                     f"unknown preset '{args.name}'; expected one of: {names}")
         print(match[0]["toml"], end="")
         return 0
     width = max(len(p["name"]) for p in shipped)

@@ -23,9 +23,7 @@ def _read_toml(path: Path) -> dict:
     try:
         text = path.read_text()
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read the configuration: {e.strerror}", [
-            {"loc": "", "code": "unreadable", "msg": f"cannot read {path}: {e.strerror}"}
-        ]) from None
+        raise ConfigError.single("", "unreadable", f"{path}: cannot read the configuration: {e.strerror}") from None
     return _parse_toml(text, str(path))
 
 
@@ -33,9 +31,7 @@ def _parse_toml(text: str, where: str) -> dict:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{where}: not valid TOML: {e}", [
-            {"loc": "", "code": "invalid_toml", "msg": f"not valid TOML: {e}"}
-        ]) from None
+        raise ConfigError.single("", "invalid_toml", f"{where}: not valid TOML: {e}") from None
 
 
 def merge(base: dict, over: Mapping[str, Any]) -> dict:
@@ -64,15 +60,11 @@ def parse_override(text: str) -> dict:
     a bare word that is not valid TOML is taken as a string.
     """
     if "=" not in text:
-        raise ConfigError(f"override '{text}' is not of the form key.path=value", [
-            {"loc": text, "code": "invalid_override", "msg": "expected key.path=value"}
-        ])
+        raise ConfigError.single(text, "invalid_override", f"override '{text}' is not of the form key.path=value")
     path, raw = text.split("=", 1)
     keys = [k.strip() for k in path.strip().split(".")]
     if not all(keys):
-        raise ConfigError(f"override '{text}' has an empty key", [
-            {"loc": path, "code": "invalid_override", "msg": "empty key in the path"}
-        ])
+        raise ConfigError.single(path, "invalid_override", f"override '{text}' has an empty key")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:

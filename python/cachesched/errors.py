@@ -24,6 +24,11 @@ class ConfigError(CacheschedError, ValueError):
         super().__init__(message)
         self._errors = list(errors or [])
 
+    @classmethod
+    def single(cls, loc: str, code: str, msg: str, message: str | None = None) -> "ConfigError":
+        """An error with one problem; ``message`` defaults to ``msg``."""
+        return cls(message or msg, [{"loc": loc, "code": code, "msg": msg}])
+
     def errors(self) -> list[dict]:
         """Every problem found: dicts with ``loc``, ``code`` and ``msg``."""
         return [dict(e) for e in self._errors]

@@ -86,7 +86,7 @@ impl Engine {
                 // Split the batch at the end of warm-up.
                 let (before, after) = batch.split_at((warmup - done) as usize);
                 self.machine.access_batch(core, task, asid, before);
-                self.machine.reset_task_stats();
+                self.machine.reset_stats();
                 done += before.len() as u64;
                 batch = after;
                 warm = true;
@@ -103,7 +103,7 @@ impl Engine {
         progress(Progress { done, total: Some(done) })?;
         if !warm {
             // The workload ended inside the warm-up: nothing was measured.
-            self.machine.reset_task_stats();
+            self.machine.reset_stats();
         }
         Ok(self.results(done.min(warmup), started.elapsed().as_secs_f64()))
     }

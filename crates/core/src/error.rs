@@ -71,23 +71,6 @@ impl Error {
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
     }
-
-    /// Prefix every config issue's location with `prefix` (used when a
-    /// sub-document is parsed on its own, e.g. a preset or a plug-in's params).
-    pub fn within(self, prefix: &str) -> Self {
-        match self {
-            Error::Config(issues) => Error::Config(
-                issues
-                    .into_iter()
-                    .map(|mut i| {
-                        i.loc = join_path(prefix, &i.loc);
-                        i
-                    })
-                    .collect(),
-            ),
-            other => other,
-        }
-    }
 }
 
 /// Join two key paths with a dot, skipping empty parts.
@@ -137,14 +120,6 @@ impl std::error::Error for Error {
             _ => None,
         }
     }
-}
-
-/// Return early with a config error: `bail_config!(loc, code, "fmt", args..)`.
-#[macro_export]
-macro_rules! bail_config {
-    ($loc:expr, $code:expr, $($arg:tt)+) => {
-        return Err($crate::error::Error::config($loc, $code, format!($($arg)+)))
-    };
 }
 
 /// Collects config issues during `validate()` so that all of them are

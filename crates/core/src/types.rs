@@ -70,9 +70,6 @@ pub enum AccessKind {
 }
 
 impl AccessKind {
-    /// All kinds, in the order used by per-kind counter arrays.
-    pub const ALL: [AccessKind; 3] = [AccessKind::Load, AccessKind::Store, AccessKind::Ifetch];
-
     /// Index into per-kind counter arrays.
     #[inline(always)]
     pub fn index(self) -> usize {
@@ -120,10 +117,5 @@ impl Access {
     /// A load of `size` bytes at `addr` with no pc, one instruction.
     pub fn load(addr: u64, size: u16) -> Access {
         Access { addr: VirtAddr(addr), pc: VirtAddr(0), instrs: 1, size, kind: AccessKind::Load }
-    }
-
-    /// A store of `size` bytes at `addr` with no pc, one instruction.
-    pub fn store(addr: u64, size: u16) -> Access {
-        Access { kind: AccessKind::Store, ..Access::load(addr, size) }
     }
 }

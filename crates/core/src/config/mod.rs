@@ -135,7 +135,7 @@ fn resolve_machine_preset(config: &mut Value) -> Result<()> {
             return Err(Error::config("machine.preset", "invalid_type", format!("expected a preset name, got {other}")))
         }
     };
-    let mut base = presets::machine(&name).map_err(|e| e.within(""))?;
+    let mut base = presets::machine(&name)?;
     merge(&mut base, user);
     base["preset"] = Value::String(name);
     config["machine"] = base;

@@ -491,19 +491,9 @@ impl Cache {
         self.find(line).is_some_and(|s| self.dirty[self.at(s)])
     }
 
-    /// The task that brought `line` in, if present.
-    pub fn owner_of(&self, line: LineAddr) -> Option<TaskId> {
-        self.find(line).map(|s| self.owners[self.at(s)])
-    }
-
     /// Every valid line, in slot order (tests and invariant checks).
     pub fn lines(&self) -> impl Iterator<Item = LineAddr> + '_ {
         self.tags.valid().map(|(_, t)| LineAddr(t))
-    }
-
-    /// Number of valid lines owned by `task`.
-    pub fn lines_of(&self, task: TaskId) -> usize {
-        self.tags.valid().filter(|&(i, _)| self.owners[i] == task).count()
     }
 }
 

@@ -426,8 +426,9 @@ impl Machine {
         }
     }
 
-    /// Forget every task's counters (after warm-up); cache contents stay.
-    pub fn reset_task_stats(&mut self) {
+    /// Forget every counter (after warm-up): tasks, caches, TLBs, memory
+    /// nodes; cache and TLB contents and page tables stay.
+    pub fn reset_stats(&mut self) {
         self.tasks.iter_mut().for_each(|t| *t = TaskStats::default());
         for c in &mut self.caches {
             c.stats = Default::default();
@@ -461,20 +462,7 @@ impl Machine {
     /// that of the slowest line.
     #[inline]
     pub fn access(&mut self, core: CoreId, task: TaskId, asid: Asid, a: &Access) -> u32 {
-        let c = core.0 as usize;
-        let req = Req { kind: a.kind.into(), pc: a.pc, task };
-        let stats = &mut self.tasks[task.0 as usize];
-        stats.accesses += 1;
-        stats.instructions += a.instrs as u64;
-        let first = a.addr.0 >> self.line_shift;
-        let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
-        let latency = if first == last {
-            self.access_one(c, &req, asid, a.addr.0, first)
-        } else {
-            self.access_split(c, &req, asid, a)
-        };
-        self.tasks[task.0 as usize].stall_cycles += latency as u64;
-        latency
+        self.access_batch(core, task, asid, std::slice::from_ref(a)) as u32
     }
 
     /// Run a batch of references of one task on one core; returns the cycles
@@ -784,20 +772,27 @@ impl Machine {
     /// A line left level `i` of `path` to make room: clean the levels above
     /// if this one is inclusive, then pass it down.
     fn evicted(&mut self, path: &Path, i: usize, mut victim: Evicted) {
-        let c = path.at(i);
-        if self.caches[c].inclusion == Inclusion::Inclusive {
-            for u in 0..self.uppers[c].len() {
-                let upper = self.uppers[c][u];
-                if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
-                    victim.dirty |= copy.dirty;
-                }
-            }
-        }
+        self.clean_above(path.at(i), &mut victim);
         let next = i + 1;
         if next < path.len as usize && self.caches[path.at(next)].inclusion == Inclusion::Exclusive {
             self.victim_fill(path, next, victim);
         } else if victim.dirty {
             self.write_down(path, next, victim.line, victim.owner, false);
+        }
+    }
+
+    /// A line leaves cache `c`: if `c` is inclusive, remove it from every
+    /// cache above (back-invalidation); dirty data found there goes down
+    /// with the victim.
+    fn clean_above(&mut self, c: usize, victim: &mut Evicted) {
+        if self.caches[c].inclusion != Inclusion::Inclusive {
+            return;
+        }
+        for u in 0..self.uppers[c].len() {
+            let upper = self.uppers[c][u];
+            if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
+                victim.dirty |= copy.dirty;
+            }
         }
     }
 
@@ -882,14 +877,7 @@ impl Machine {
         removed.clear();
         self.caches[c].remove(scope, &mut removed);
         for mut victim in removed.drain(..) {
-            if self.caches[c].inclusion == Inclusion::Inclusive {
-                for u in 0..self.uppers[c].len() {
-                    let upper = self.uppers[c][u];
-                    if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
-                        victim.dirty |= copy.dirty;
-                    }
-                }
-            }
+            self.clean_above(c, &mut victim);
             if write_back && victim.dirty {
                 self.caches[c].stats.dirty_evictions += 1;
                 self.write_down(path, i + 1, victim.line, victim.owner, false);

@@ -167,11 +167,6 @@ impl PageTable {
         entry
     }
 
-    /// The translation of `vpn` if it was ever touched.
-    pub fn get(&self, asid: Asid, vpn: u64) -> Option<PageEntry> {
-        self.pages.get(super::tlb::key(asid, vpn)).map(PageEntry::unpack)
-    }
-
     /// Frame of the page-table page at `level` (0 = root) covering `vpn` in a
     /// radix tree of `levels` levels with 512 entries per table, allocating
     /// it on first use; returns the physical byte address of the entry.
@@ -200,11 +195,6 @@ impl PageTable {
     /// Frames allocated on `node` (data and page-table pages).
     pub fn frames_used(&self, node: u32) -> u64 {
         self.alloc.used.get(node as usize).copied().unwrap_or(0)
-    }
-
-    /// Number of data pages mapped in all address spaces.
-    pub fn mapped_pages(&self) -> usize {
-        self.pages.len()
     }
 }
 

@@ -17,8 +17,6 @@ use crate::types::{Asid, TaskId, VirtAddr};
 /// Bits of a TLB key below the asid: virtual page numbers of 64-bit
 /// addresses with pages of at least 4 KiB fit in 52 bits.
 const VPN_BITS: u32 = 52;
-/// Largest asid a TLB key can hold.
-pub const MAX_ASID: u32 = (1 << (64 - VPN_BITS)) - 2;
 
 /// One TLB level's geometry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -28,8 +28,6 @@ pub enum Level {
 impl Level {
     /// Number of levels.
     pub const COUNT: usize = 4;
-    /// All levels, top down.
-    pub const ALL: [Level; 4] = [Level::L1i, Level::L1d, Level::L2, Level::Llc];
 
     /// Name used in stats keys and config sections.
     pub fn name(self) -> &'static str {

@@ -38,8 +38,6 @@ pub enum ReqKind {
 impl ReqKind {
     /// Number of request kinds (size of per-kind counter arrays).
     pub const COUNT: usize = 5;
-    /// All kinds in counter order.
-    pub const ALL: [ReqKind; 5] = [ReqKind::Load, ReqKind::Store, ReqKind::Ifetch, ReqKind::Writeback, ReqKind::Walk];
 
     /// Lower-case name used in stats keys.
     pub fn name(self) -> &'static str {

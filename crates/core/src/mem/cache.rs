@@ -241,18 +241,19 @@ pub struct Cache {
     /// does a store hit make the line dirty here. Below the L1 a store is a
     /// read for ownership.
     pub receives_stores: bool,
-    /// Flat index of the line hit or filled last (a hint for the machine's
+    /// The line hit or filled last (a hint for the machine's
     /// repeat-reference shortcut; always checked against the tag).
-    pub last_slot: usize,
+    last: Slot,
     rehit_is_noop: bool,
     /// Counters.
     pub stats: CacheStats,
 }
 
 impl Cache {
-    /// Build a cache from validated params; `loc` is the config key path
-    /// (for the policy's errors), `component` the stats path.
-    pub fn new(params: &CacheParams, seed: u64, component: &str, loc: &str) -> Result<Cache> {
+    /// Build a cache from validated params for line numbers below
+    /// `2^line_bits`; `loc` is the config key path (for the policy's
+    /// errors), `component` the stats path.
+    pub fn new(params: &CacheParams, line_bits: u32, seed: u64, component: &str, loc: &str) -> Result<Cache> {
         let ways = params.effective_ways() as usize;
         let sets = (params.lines() as usize / ways).max(1);
         let policy =
@@ -261,7 +262,7 @@ impl Cache {
         Ok(Cache {
             path: component.to_string(),
             index: SetIndex::new(sets),
-            tags: TagArray::new(sets, ways),
+            tags: TagArray::new(sets, ways, line_bits),
             owners: vec![TaskId::NONE; sets * ways],
             dirty: vec![false; sets * ways],
             locked: vec![false; sets * ways],
@@ -275,7 +276,7 @@ impl Cache {
             inclusion: params.inclusion,
             store_hit_updates: params.store_hit_updates_replacement,
             receives_stores: true,
-            last_slot: 0,
+            last: Slot { set: 0, way: 0 },
             rehit_is_noop,
             stats: CacheStats::default(),
         })
@@ -331,7 +332,7 @@ impl Cache {
         if !self.store_hit_updates && store && self.receives_stores {
             return;
         }
-        self.last_slot = i;
+        self.last = slot;
         self.policy.on_hit(&Self::touch(slot, req));
     }
 
@@ -353,7 +354,7 @@ impl Cache {
         if !self.rehit_possible(line) {
             return false;
         }
-        let i = self.last_slot;
+        let i = self.at(self.last);
         self.stats.hits[req.kind as usize] += 1;
         self.dirty[i] |= (req.kind == ReqKind::Store) & self.write_back;
         true
@@ -362,7 +363,7 @@ impl Cache {
     /// Whether [`Cache::rehit`] would succeed for `line`.
     #[inline(always)]
     pub fn rehit_possible(&self, line: LineAddr) -> bool {
-        self.rehit_is_noop && self.tags.at(self.last_slot) == line.0
+        self.rehit_is_noop && self.last.set == self.set_of(line) && self.tags.holds(self.last, line.0)
     }
 
     /// Record a miss on `line`; returns whether it was compulsory (the first
@@ -399,14 +400,14 @@ impl Cache {
                 let slot = Slot { set, way: self.policy.victim(&q) };
                 self.policy.on_evict(&Self::touch(slot, req));
                 let i = base + slot.way;
-                let ev = Evicted { line: LineAddr(self.tags.at(i)), owner: self.owners[i], dirty: self.dirty[i] };
+                let ev = Evicted { line: LineAddr(self.tags.get(slot)), owner: self.owners[i], dirty: self.dirty[i] };
                 self.stats.evictions += 1;
                 self.stats.dirty_evictions += ev.dirty as u64;
                 (slot, Some(ev))
             }
         };
         let i = base + slot.way;
-        self.last_slot = i;
+        self.last = slot;
         self.tags.set(slot, line.0);
         self.owners[i] = req.task;
         self.dirty[i] = dirty && self.write_back;
@@ -427,7 +428,7 @@ impl Cache {
         let t = Touch { set: slot.set, way: slot.way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE };
         self.policy.on_evict(&t);
         let i = self.at(slot);
-        let ev = Evicted { line: LineAddr(self.tags.at(i)), owner: self.owners[i], dirty: self.dirty[i] };
+        let ev = Evicted { line: LineAddr(self.tags.get(slot)), owner: self.owners[i], dirty: self.dirty[i] };
         self.tags.set(slot, INVALID);
         self.dirty[i] = false;
         self.owners[i] = TaskId::NONE;
@@ -461,8 +462,9 @@ impl Cache {
                         Scope::Task(task) => self.owners[i] == task,
                         _ => true,
                     };
-                    if self.tags.at(i) != INVALID && hit {
-                        out.push(self.take(self.tags.slot(i)));
+                    let slot = self.tags.slot(i);
+                    if hit && self.tags.get(slot) != INVALID {
+                        out.push(self.take(slot));
                     }
                 }
             }
@@ -507,13 +509,19 @@ mod tests {
     }
 
     fn cache(sets: u64, ways: u32, policy: &str) -> Cache {
+        cache_of(sets, ways, policy, 64)
+    }
+
+    /// A cache for line numbers below `2^line_bits` (below 32 plus the set
+    /// bits: exact fingerprints; 64: hashed ones).
+    fn cache_of(sets: u64, ways: u32, policy: &str, line_bits: u32) -> Cache {
         let p = CacheParams {
             size_bytes: ByteSize(sets * ways as u64 * 64),
             ways,
             replacement: PluginConfig::named(policy),
             ..CacheParams::default()
         };
-        Cache::new(&p, 1, "test", "machine.l1d").unwrap()
+        Cache::new(&p, line_bits, 1, "test", "machine.l1d").unwrap()
     }
 
     /// The obviously-correct model: per set, a list ordered most- to
@@ -561,10 +569,11 @@ mod tests {
         #[test]
         fn lru_and_fifo_agree_with_the_list_model(
             sets_log in 0u32..4, ways in 1u32..9, lines in proptest::collection::vec(0u64..64, 1..400),
+            line_bits in prop_oneof![Just(6u32), Just(64)],
         ) {
             for (policy, lru) in [("lru", true), ("fifo", false)] {
                 let sets = 1u64 << sets_log;
-                let mut c = cache(sets, ways, policy);
+                let mut c = cache_of(sets, ways, policy, line_bits);
                 let mut m = ListModel { sets: vec![Vec::new(); sets as usize], ways: ways as usize, lru };
                 for &l in &lines {
                     prop_assert_eq!(access(&mut c, l), m.access(l), "{} line {}", policy, l);
@@ -694,7 +703,7 @@ mod tests {
     fn non_power_of_two_set_counts_index_by_modulo() {
         // 12 MiB 16-way (Westmere L3) has 12288 sets.
         let p = CacheParams { size_bytes: ByteSize(12 << 20), ways: 16, ..CacheParams::default() };
-        let c = Cache::new(&p, 1, "llc", "machine.llc").unwrap();
+        let c = Cache::new(&p, 64, 1, "llc", "machine.llc").unwrap();
         assert_eq!(c.sets(), 12288);
         assert_eq!(c.set_of(LineAddr(12288 + 5)), 5);
     }

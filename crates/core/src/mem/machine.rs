@@ -327,10 +327,11 @@ impl Machine {
         params.validate(loc, &mut issues);
         issues.finish()?;
         let params = &params;
+        let line_bits = Self::line_bits(params);
         let mut caches = Vec::new();
         let mut cache_level = Vec::new();
         let mut add = |p: &CacheParams, level: Level, path: String| -> Result<usize> {
-            let mut c = Cache::new(p, seed, &path, &format!("{loc}.{}", level.name()))?;
+            let mut c = Cache::new(p, line_bits, seed, &path, &format!("{loc}.{}", level.name()))?;
             c.receives_stores = matches!(level, Level::L1i | Level::L1d);
             caches.push(c);
             cache_level.push(level);
@@ -417,6 +418,18 @@ impl Machine {
             memos,
             scratch: Vec::new(),
         })
+    }
+
+    /// Bits of the largest physical line number: frames come from the
+    /// nodes' memory, except under identity allocation, where a physical
+    /// address is the virtual one and may be any 64-bit value.
+    fn line_bits(params: &MachineParams) -> u32 {
+        if params.memory.frame_allocation == FrameAllocation::Identity {
+            return 64;
+        }
+        let bytes = params.memory.node_bytes.0.saturating_mul(params.nodes() as u64);
+        let line_shift = params.l1d.line_bytes.trailing_zeros();
+        64 - (bytes.saturating_sub(1) >> line_shift).leading_zeros()
     }
 
     /// Make room for the counters of tasks `0..n`.

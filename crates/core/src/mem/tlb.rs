@@ -152,8 +152,8 @@ pub struct Tlb {
     policy: Policy,
     /// Cycles a translation served here costs.
     pub latency_cycles: u32,
-    /// Flat index of the entry hit or filled last (see [`Tlb::rehit`]).
-    last_slot: usize,
+    /// The entry hit or filled last (see [`Tlb::rehit`]).
+    last: Slot,
     rehit_is_noop: bool,
     /// Counters.
     pub stats: TlbStats,
@@ -169,12 +169,12 @@ impl Tlb {
         Ok(Tlb {
             path: component.to_string(),
             index: SetIndex::new(sets),
-            tags: TagArray::new(sets, ways),
+            tags: TagArray::new(sets, ways, 64),
             frames: vec![0; sets * ways],
             rehit_is_noop: policy.rehit_is_noop(),
             policy,
             latency_cycles: params.latency_cycles,
-            last_slot: 0,
+            last: Slot { set: 0, way: 0 },
             stats: TlbStats::default(),
         })
     }
@@ -220,7 +220,7 @@ impl Tlb {
     pub fn hit(&mut self, slot: Slot) -> u64 {
         let i = self.tags.index(slot);
         self.stats.hits += 1;
-        self.last_slot = i;
+        self.last = slot;
         self.policy.on_hit(&Self::touch(slot));
         self.frames[i]
     }
@@ -233,13 +233,13 @@ impl Tlb {
             return None;
         }
         self.stats.hits += 1;
-        Some(self.frames[self.last_slot])
+        Some(self.frames[self.tags.index(self.last)])
     }
 
     /// Whether [`Tlb::rehit`] would succeed for `key`.
     #[inline(always)]
     pub fn rehit_possible(&self, key: u64) -> bool {
-        self.rehit_is_noop && self.tags.at(self.last_slot) == key
+        self.rehit_is_noop && self.last.set == self.set_of(key) && self.tags.holds(self.last, key)
     }
 
     /// Whether a key is present, without touching any state.
@@ -262,7 +262,7 @@ impl Tlb {
             }
         };
         let i = self.tags.index(slot);
-        self.last_slot = i;
+        self.last = slot;
         self.tags.set(slot, key);
         self.frames[i] = frame;
         self.policy.on_fill(&Self::touch(slot));

@@ -323,8 +323,15 @@ impl Cache {
     /// state. A store hit on a write-back L1 marks the line dirty.
     #[inline(always)]
     pub fn hit(&mut self, slot: Slot, req: &Req) {
-        debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
         self.stats.hits[req.kind as usize] += 1;
+        self.touch_hit(slot, req);
+    }
+
+    /// [`Cache::hit`] without the counter, for callers that count hits in
+    /// bulk ([`Cache::count_hits`]).
+    #[inline(always)]
+    pub fn touch_hit(&mut self, slot: Slot, req: &Req) {
+        debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
         let i = self.at(slot);
         // Branch-free on the kind: loads and stores come in no predictable order.
         let store = req.kind == ReqKind::Store;
@@ -345,18 +352,24 @@ impl Cache {
         self.dirty[i] |= self.write_back;
     }
 
+    /// Count `n` hits of `kind` made by [`Cache::touch_hit`] or [`Cache::rehit`].
+    #[inline]
+    pub fn count_hits(&mut self, kind: ReqKind, n: u64) {
+        self.stats.hits[kind as usize] += n;
+    }
+
     /// If `line` is the line hit or filled last and hitting it again changes
-    /// no replacement decision, record the hit (marking a store dirty) and
-    /// return true; else change nothing and return false. This is the
-    /// machine's shortcut for consecutive references to one line.
+    /// no replacement decision, apply the hit (marking a store dirty; the
+    /// caller counts it) and return true; else change nothing and return
+    /// false. This is the machine's shortcut for consecutive references to
+    /// one line.
     #[inline(always)]
-    pub fn rehit(&mut self, line: LineAddr, req: &Req) -> bool {
+    pub fn rehit(&mut self, line: LineAddr, kind: ReqKind) -> bool {
         if !self.rehit_possible(line) {
             return false;
         }
         let i = self.at(self.last);
-        self.stats.hits[req.kind as usize] += 1;
-        self.dirty[i] |= (req.kind == ReqKind::Store) & self.write_back;
+        self.dirty[i] |= (kind == ReqKind::Store) & self.write_back;
         true
     }
 

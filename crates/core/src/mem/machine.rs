@@ -258,6 +258,16 @@ enum Fast {
     Untranslated,
 }
 
+/// Hits the L1 shortcuts made during one batch, credited to the caches, the
+/// TLBs and the task once per batch rather than once per reference.
+#[derive(Debug, Default)]
+struct Tally {
+    /// L1 cache hits by class (data, instruction) and [`ReqKind`].
+    l1: [[u64; 3]; 2],
+    /// L1 TLB hits by class.
+    tlb: [u64; 2],
+}
+
 /// What a core is wired to.
 #[derive(Debug, Clone, Copy)]
 struct Ports {
@@ -483,6 +493,7 @@ impl Machine {
     /// for each, with the per-task totals updated once per batch.
     pub fn access_batch(&mut self, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
         let c = core.0 as usize;
+        let mut tally = Tally::default();
         let (mut stall, mut instructions) = (0u64, 0u64);
         for a in batch {
             let req = Req { kind: a.kind.into(), pc: a.pc, task };
@@ -490,16 +501,37 @@ impl Machine {
             let first = a.addr.0 >> self.line_shift;
             let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
             stall += if first == last {
-                self.access_one(c, &req, asid, a.addr.0, first)
+                self.access_one(c, &req, asid, a.addr.0, first, &mut tally)
             } else {
                 self.access_split(c, &req, asid, a)
             } as u64;
         }
+        self.credit(c, task, &tally);
         let stats = &mut self.tasks[task.0 as usize];
         stats.accesses += batch.len() as u64;
         stats.instructions += instructions;
         stats.stall_cycles += stall;
         stall
+    }
+
+    /// Add the hits the shortcuts tallied to the L1 caches, the L1 TLBs and the task.
+    fn credit(&mut self, c: usize, task: TaskId, tally: &Tally) {
+        let ports = self.cores[c];
+        let stats = &mut self.tasks[task.0 as usize];
+        for kind in [ReqKind::Load, ReqKind::Store, ReqKind::Ifetch] {
+            let n = tally.l1[(kind == ReqKind::Ifetch) as usize][kind as usize];
+            if n > 0 {
+                let l1 = ports.path(kind).at(0);
+                self.caches[l1].count_hits(kind, n);
+                stats.levels[self.cache_level[l1] as usize].hits[kind as usize] += n;
+            }
+        }
+        for (class, kind) in [(0, ReqKind::Load), (1, ReqKind::Ifetch)] {
+            if let (Some(t), n @ 1..) = (ports.l1_tlb(kind), tally.tlb[class]) {
+                self.tlbs[t].stats.hits += n;
+                stats.tlb.l1_hits += n;
+            }
+        }
     }
 
     /// Cycles `task` has spent: its instructions at the base CPI plus its stalls.
@@ -510,11 +542,11 @@ impl Machine {
 
     /// A reference within one line: the common case, kept short.
     #[inline(always)]
-    fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64) -> u32 {
-        if let Some(latency) = self.repeat(c, req, asid, vline) {
+    fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> u32 {
+        if let Some(latency) = self.repeat(c, req, asid, vline, tally) {
             return latency;
         }
-        let (line, t) = match self.l1_hit(c, req, asid, vaddr, vline) {
+        let (line, t) = match self.l1_hit(c, req, asid, vaddr, vline, tally) {
             Fast::Hit(latency) => return latency,
             Fast::Translated(line, t) => (line, t),
             Fast::Untranslated => {
@@ -545,68 +577,66 @@ impl Machine {
         worst
     }
 
-    /// The common case in one body: the L1 TLB and the L1 cache both hit.
-    /// On an L1 TLB hit whose line misses the L1 cache, the TLB hit is
-    /// counted and the line handed back, so the general path does not look
-    /// the TLB up again; on an L1 TLB miss nothing has changed.
+    /// The common case in one body: the L1 TLB and the L1 cache both hit
+    /// (tallied). On an L1 TLB hit whose line misses the L1 cache, the TLB
+    /// hit is tallied and the line handed back, so the general path does not
+    /// look the TLB up again; on an L1 TLB miss nothing has changed.
     #[inline(always)]
-    fn l1_hit(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64) -> Fast {
+    fn l1_hit(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> Fast {
         // Borrow the fields apart: one body, no re-indexing through `self`.
-        let Machine { cores, tlbs, caches, tasks, cache_level, memos, page_shift, line_shift, .. } = self;
+        let Machine { cores, tlbs, caches, memos, page_shift, line_shift, .. } = self;
         let ports = &cores[c];
+        let class = (req.kind == ReqKind::Ifetch) as usize;
         let Some(t) = ports.l1_tlb(req.kind) else { return Fast::Untranslated };
         let tlb = &mut tlbs[t];
-        let key = tlb::key(asid, vaddr >> *page_shift);
-        let Some(tslot) = tlb.find(key) else { return Fast::Untranslated };
-        let frame = tlb.hit(tslot);
-        let stats = &mut tasks[req.task.0 as usize];
-        stats.tlb.l1_hits += 1;
-        let line =
-            LineAddr((frame << (*page_shift - *line_shift)) | (vline & ((1 << (*page_shift - *line_shift)) - 1)));
-        let l1 = ports.path(req.kind).at(0);
-        let cache = &mut caches[l1];
+        let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> *page_shift)) else { return Fast::Untranslated };
+        let frame = tlb.touch(tslot);
+        tally.tlb[class] += 1;
+        let lines_per_page = *page_shift - *line_shift;
+        let line = LineAddr((frame << lines_per_page) | (vline & ((1 << lines_per_page) - 1)));
+        let cache = &mut caches[ports.path(req.kind).at(0)];
         let slot = match cache.find(line) {
             Some(slot) if cache.write_back || req.kind != ReqKind::Store => slot,
             _ => return Fast::Translated(line, tlb.latency_cycles),
         };
-        cache.hit(slot, req);
-        stats.levels[cache_level[l1] as usize].hits[req.kind as usize] += 1;
-        memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
+        cache.touch_hit(slot, req);
+        tally.l1[class][req.kind as usize] += 1;
+        memos[c][class] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
         Fast::Hit(tlb.latency_cycles + cache.latency_cycles)
     }
 
     /// The shortcut for a reference to the line the core referenced last
     /// (7 of 8 references of a sequential 8-byte walk): if the translation is
     /// still the L1 TLB's most recent entry and the line the L1 cache's most
-    /// recent one, and the policies say a repeated hit changes nothing, count
+    /// recent one, and the policies say a repeated hit changes nothing, tally
     /// the hits without any lookup. Returns `None` to take the full path.
     #[inline(always)]
-    fn repeat(&mut self, c: usize, req: &Req, asid: Asid, vline: u64) -> Option<u32> {
-        let memo = self.memos[c][(req.kind == ReqKind::Ifetch) as usize];
+    fn repeat(&mut self, c: usize, req: &Req, asid: Asid, vline: u64, tally: &mut Tally) -> Option<u32> {
+        let class = (req.kind == ReqKind::Ifetch) as usize;
+        let memo = self.memos[c][class];
         if memo.vline != vline + 1 || memo.asid != asid.0 {
             return None;
         }
         let ports = &self.cores[c];
-        let l1 = ports.path(req.kind).at(0);
-        if !self.caches[l1].write_back && req.kind == ReqKind::Store {
+        let l1 = &mut self.caches[ports.path(req.kind).at(0)];
+        if !l1.write_back && req.kind == ReqKind::Store {
             return None;
         }
-        let mut latency = 0;
-        let task = req.task.0 as usize;
-        if let Some(t) = ports.l1_tlb(req.kind) {
+        let mut latency = l1.latency_cycles;
+        let tlb = ports.l1_tlb(req.kind).map(|t| &self.tlbs[t]);
+        if let Some(tlb) = tlb {
             let key = tlb::key(asid, (vline << self.line_shift) >> self.page_shift);
-            if !self.tlbs[t].rehit_possible(key) || !self.caches[l1].rehit_possible(LineAddr(memo.pline)) {
+            if !tlb.rehit_possible(key) {
                 return None;
             }
-            self.tlbs[t].rehit(key);
-            self.tasks[task].tlb.l1_hits += 1;
-            latency += self.tlbs[t].latency_cycles;
+            latency += tlb.latency_cycles;
         }
-        if !self.caches[l1].rehit(LineAddr(memo.pline), req) {
+        if !l1.rehit(LineAddr(memo.pline), req.kind) {
             return None;
         }
-        self.tasks[task].levels[self.cache_level[l1] as usize].hits[req.kind as usize] += 1;
-        Some(latency + self.caches[l1].latency_cycles)
+        tally.tlb[class] += tlb.is_some() as u64;
+        tally.l1[class][req.kind as usize] += 1;
+        Some(latency)
     }
 
     /// Translate a virtual address; returns the physical address and the

@@ -186,7 +186,7 @@ impl Tlb {
     }
 
     #[inline(always)]
-    fn touch(slot: Slot) -> Touch {
+    fn touched(slot: Slot) -> Touch {
         Touch { set: slot.set, way: slot.way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE }
     }
 
@@ -218,25 +218,21 @@ impl Tlb {
     /// replacement state, and return the frame.
     #[inline(always)]
     pub fn hit(&mut self, slot: Slot) -> u64 {
-        let i = self.tags.index(slot);
         self.stats.hits += 1;
+        self.touch(slot)
+    }
+
+    /// [`Tlb::hit`] without the counter, for callers that count hits in bulk.
+    #[inline(always)]
+    pub fn touch(&mut self, slot: Slot) -> u64 {
+        let i = self.tags.index(slot);
         self.last = slot;
-        self.policy.on_hit(&Self::touch(slot));
+        self.policy.on_hit(&Self::touched(slot));
         self.frames[i]
     }
 
-    /// If `key` is the entry hit or filled last and hitting it again changes
-    /// no replacement decision, count the hit and return the frame.
-    #[inline(always)]
-    pub fn rehit(&mut self, key: u64) -> Option<u64> {
-        if !self.rehit_possible(key) {
-            return None;
-        }
-        self.stats.hits += 1;
-        Some(self.frames[self.tags.index(self.last)])
-    }
-
-    /// Whether [`Tlb::rehit`] would succeed for `key`.
+    /// Whether `key` is the entry hit or filled last and hitting it again
+    /// changes no replacement decision (the machine's repeat shortcut).
     #[inline(always)]
     pub fn rehit_possible(&self, key: u64) -> bool {
         self.rehit_is_noop && self.last.set == self.set_of(key) && self.tags.holds(self.last, key)
@@ -256,7 +252,7 @@ impl Tlb {
             None => {
                 let q = VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE, locked: None };
                 let slot = Slot { set, way: self.policy.victim(&q) };
-                self.policy.on_evict(&Self::touch(slot));
+                self.policy.on_evict(&Self::touched(slot));
                 self.stats.evictions += 1;
                 (slot, Some((self.tags.get(slot), self.frames[self.tags.index(slot)])))
             }
@@ -265,7 +261,7 @@ impl Tlb {
         self.last = slot;
         self.tags.set(slot, key);
         self.frames[i] = frame;
-        self.policy.on_fill(&Self::touch(slot));
+        self.policy.on_fill(&Self::touched(slot));
         evicted
     }
 
@@ -273,7 +269,7 @@ impl Tlb {
     pub fn remove(&mut self, key: u64) -> bool {
         match self.find(key) {
             Some(slot) => {
-                self.policy.on_evict(&Self::touch(slot));
+                self.policy.on_evict(&Self::touched(slot));
                 self.tags.set(slot, INVALID);
                 true
             }
@@ -292,7 +288,7 @@ impl Tlb {
             .collect();
         for &i in &doomed {
             let slot = self.tags.slot(i);
-            self.policy.on_evict(&Self::touch(slot));
+            self.policy.on_evict(&Self::touched(slot));
             self.tags.set(slot, INVALID);
         }
         self.stats.flushed += doomed.len() as u64;

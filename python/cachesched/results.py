@@ -60,14 +60,22 @@ class Results:
         for t in self._data["tasks"]:
             row = {k: t[k] for k in ("task", "name", "accesses", "instructions", "cycles", "cpi", "stall_cycles",
                                      "memory_local", "memory_remote")}
-            row.update({f"tlb_{k}": v for k, v in t["tlb"].items()})
+            for k, v in t["tlb"].items():
+                if isinstance(v, dict):  # misses induced by scheduling, by cause (all kinds)
+                    row.update({f"tlb_{k.removesuffix('_induced')}_{cause}_induced": sum(n) for cause, n in v.items()})
+                else:
+                    row[f"tlb_{k}"] = v
             rows.append(row)
         return pd.DataFrame(rows)
 
     @property
     def levels(self) -> pd.DataFrame:
         """One row per task, cache level and access kind, with hits, misses,
-        compulsory misses, miss ratio and misses per kilo-instruction."""
+        miss ratio, misses per kilo-instruction, and the misses by cause:
+        compulsory, switch-, migration- and sharing-induced, and
+        capacity/conflict (the rest; NaN for levels not in
+        ``machine.attribution``, whose induced misses are not told apart)."""
+        attributed = set(self.config["machine"].get("attribution", []))
         rows = []
         for t in self._data["tasks"]:
             kilo = t["instructions"] / 1000 if t["instructions"] else float("nan")
@@ -77,13 +85,17 @@ class Results:
                     hits, misses = counters["hits"][k], counters["misses"][k]
                     if hits + misses == 0:
                         continue
+                    induced = {f"{cause}_induced": n[k] for cause, n in counters["induced"].items()}
+                    other = misses - counters["compulsory"][k] - sum(induced.values())
                     rows.append({
                         "task": t["task"], "level": lv, "kind": kind, "accesses": hits + misses,
-                        "hits": hits, "misses": misses, "compulsory": counters["compulsory"][k],
-                        "miss_ratio": misses / (hits + misses), "mpki": misses / kilo,
+                        "hits": hits, "misses": misses, "miss_ratio": misses / (hits + misses),
+                        "mpki": misses / kilo, "compulsory": counters["compulsory"][k], **induced,
+                        "capacity": other if lv in attributed else float("nan"),
                     })
-        return pd.DataFrame(rows, columns=["task", "level", "kind", "accesses", "hits", "misses", "compulsory",
-                                           "miss_ratio", "mpki"])
+        return pd.DataFrame(rows, columns=["task", "level", "kind", "accesses", "hits", "misses", "miss_ratio", "mpki",
+                                           "compulsory", "switch_induced", "migration_induced", "sharing_induced",
+                                           "capacity"])
 
     def miss_ratio(self, level: str, task: int | None = None) -> float:
         """Demand miss ratio of ``level`` (over all tasks unless ``task`` is given)."""

@@ -221,6 +221,8 @@ pub struct Cache {
     index: SetIndex,
     tags: TagArray,
     owners: Vec<TaskId>,
+    /// Lines held per owner task.
+    owned: Vec<u64>,
     dirty: Vec<bool>,
     locked: Vec<bool>,
     locked_count: usize,
@@ -264,6 +266,7 @@ impl Cache {
             index: SetIndex::new(sets),
             tags: TagArray::new(sets, ways, line_bits),
             owners: vec![TaskId::NONE; sets * ways],
+            owned: Vec::new(),
             dirty: vec![false; sets * ways],
             locked: vec![false; sets * ways],
             locked_count: 0,
@@ -386,11 +389,23 @@ impl Cache {
         self.stats.misses[req.kind as usize] += 1;
         let compulsory = self.seen.insert(line.0) && req.kind != ReqKind::Writeback;
         self.stats.compulsory[req.kind as usize] += compulsory as u64;
+        self.note_miss(line, req);
+        compulsory
+    }
+
+    /// Tell the replacement policy of a demand miss on `line` (set dueling
+    /// learns from misses), without counting it.
+    #[inline]
+    pub fn note_miss(&mut self, line: LineAddr, req: &Req) {
         if req.kind.is_demand() {
             let set = self.set_of(line);
             self.policy.on_miss(&Touch { set, way: 0, pc: req.pc, req: req.kind, task: req.task });
         }
-        compulsory
+    }
+
+    /// The slot hit or filled last.
+    pub fn last_slot(&self) -> Slot {
+        self.last
     }
 
     /// Place `line` (not present) for `req.task`. Takes an invalid way if the
@@ -414,6 +429,7 @@ impl Cache {
                 self.policy.on_evict(&Self::touch(slot, req));
                 let i = base + slot.way;
                 let ev = Evicted { line: LineAddr(self.tags.get(slot)), owner: self.owners[i], dirty: self.dirty[i] };
+                self.disown(ev.owner);
                 self.stats.evictions += 1;
                 self.stats.dirty_evictions += ev.dirty as u64;
                 (slot, Some(ev))
@@ -423,10 +439,37 @@ impl Cache {
         self.last = slot;
         self.tags.set(slot, line.0);
         self.owners[i] = req.task;
+        self.own(req.task);
         self.dirty[i] = dirty && self.write_back;
         self.stats.fills += 1;
         self.policy.on_fill(&Self::touch(slot, req));
         Filled::Placed(evicted)
+    }
+
+    /// Count a line brought in for `task`.
+    #[inline]
+    fn own(&mut self, task: TaskId) {
+        if task != TaskId::NONE {
+            let t = task.0 as usize;
+            if self.owned.len() <= t {
+                self.owned.resize(t + 1, 0);
+            }
+            self.owned[t] += 1;
+        }
+    }
+
+    /// Count a line of `task` leaving.
+    #[inline]
+    fn disown(&mut self, task: TaskId) {
+        if task != TaskId::NONE {
+            self.owned[task.0 as usize] -= 1;
+        }
+    }
+
+    /// Lines held that were brought in for `task` (its residual footprint:
+    /// what is left of its lines when it comes back).
+    pub fn lines_of(&self, task: TaskId) -> u64 {
+        self.owned.get(task.0 as usize).copied().unwrap_or(0)
     }
 
     /// Note that `line` was placed here without a lookup (a victim filled
@@ -442,6 +485,7 @@ impl Cache {
         self.policy.on_evict(&t);
         let i = self.at(slot);
         let ev = Evicted { line: LineAddr(self.tags.get(slot)), owner: self.owners[i], dirty: self.dirty[i] };
+        self.disown(ev.owner);
         self.tags.set(slot, INVALID);
         self.dirty[i] = false;
         self.owners[i] = TaskId::NONE;

@@ -27,6 +27,7 @@ use super::replacement::ReqKind;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
 use crate::config::ByteSize;
 use crate::error::{Issues, Result};
+use crate::stats::attribution::{Attributed, Attribution};
 use crate::stats::{Level, NodeStats, TaskStats};
 use crate::types::{Access, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 
@@ -95,6 +96,11 @@ pub struct MachineParams {
     pub tlb: Option<TlbParams>,
     /// Memory.
     pub memory: MemoryParams,
+    /// Levels whose misses are attributed to their causes (compulsory,
+    /// capacity/conflict, switch-, migration- and sharing-induced) with
+    /// per-task isolated shadows, e.g. `["l2", "llc", "tlb.l1"]`. Each costs
+    /// time; the L1s and `tlb.l1` also turn off the L1 shortcuts.
+    pub attribution: Vec<Attributed>,
 }
 
 impl Default for MachineParams {
@@ -111,6 +117,7 @@ impl Default for MachineParams {
             llc: None,
             tlb: Some(TlbParams::default()),
             memory: MemoryParams::default(),
+            attribution: Vec::new(),
         }
     }
 }
@@ -211,6 +218,22 @@ impl MachineParams {
             "invalid_value",
             "identity mapping needs a single NUMA node (physical addresses would not tell the node)",
         );
+        for (i, a) in self.attribution.iter().enumerate() {
+            let present = match a {
+                Attributed::L1i => self.l1i.is_some(),
+                Attributed::L1d => true,
+                Attributed::L2 => self.l2.is_some(),
+                Attributed::Llc => self.llc.is_some(),
+                Attributed::TlbL1 => self.tlb.is_some(),
+                Attributed::TlbL2 => self.tlb.as_ref().is_some_and(|t| t.l2.is_some()),
+            };
+            issues.check(
+                present,
+                format!("{loc}.attribution[{i}]"),
+                "invalid_value",
+                format!("the machine has no {} to attribute misses of", a.name()),
+            );
+        }
     }
 }
 
@@ -327,6 +350,11 @@ pub struct Machine {
     pub tasks: Vec<TaskStats>,
     memos: Vec<[Memo; 2]>,
     scratch: Vec<Evicted>,
+    /// Per-task isolated shadows, when levels are attributed.
+    attribution: Option<Box<Attribution>>,
+    /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
+    /// the L1 TLB is attributed, since they bypass the shadows.
+    shortcuts: bool,
 }
 
 impl Machine {
@@ -427,7 +455,64 @@ impl Machine {
             tasks: Vec::new(),
             memos,
             scratch: Vec::new(),
+            shortcuts: !params
+                .attribution
+                .iter()
+                .any(|a| matches!(a, Attributed::L1i | Attributed::L1d | Attributed::TlbL1)),
+            attribution: Self::attribution(params, line_bits, seed)?,
         })
+    }
+
+    /// The shadows of the attributed levels, if any.
+    fn attribution(params: &MachineParams, line_bits: u32, seed: u64) -> Result<Option<Box<Attribution>>> {
+        if params.attribution.is_empty() {
+            return Ok(None);
+        }
+        let on = |a: Attributed| params.attribution.contains(&a);
+        let levels = [
+            (Attributed::L1i, Level::L1i, params.l1i.as_ref()),
+            (Attributed::L1d, Level::L1d, Some(&params.l1d)),
+            (Attributed::L2, Level::L2, params.l2.as_ref()),
+            (Attributed::Llc, Level::Llc, params.llc.as_ref()),
+        ];
+        let caches: Vec<(Level, &CacheParams)> =
+            levels.into_iter().filter(|(a, ..)| on(*a)).filter_map(|(_, l, p)| Some((l, p?))).collect();
+        let tlb = params.tlb.as_ref();
+        let tlbs = [
+            tlb.filter(|_| on(Attributed::TlbL1)).map(|t| &t.l1d),
+            tlb.filter(|_| on(Attributed::TlbL2)).and_then(|t| t.l2.as_ref()),
+        ];
+        Ok(Some(Box::new(Attribution::new(&caches, line_bits, tlbs, seed)?)))
+    }
+
+    /// Lines of `task` (brought in on its behalf) held in each level of the
+    /// caches `core` uses: the residual footprint it finds when it runs there.
+    pub fn resident(&self, core: CoreId, task: TaskId) -> [u64; Level::COUNT] {
+        let ports = &self.cores[core.0 as usize];
+        let mut lines = [0; Level::COUNT];
+        for path in [ports.instr, ports.data] {
+            for i in 0..path.len as usize {
+                let c = path.at(i);
+                lines[self.cache_level[c] as usize] = self.caches[c].lines_of(task);
+            }
+        }
+        lines
+    }
+
+    /// `task` was switched out: its later misses on lines it used before
+    /// count as switch-induced.
+    pub fn switched_out(&mut self, task: TaskId) {
+        if let Some(a) = &mut self.attribution {
+            a.switched_out(task);
+        }
+    }
+
+    /// `task` moved to another core: its later misses on lines it used
+    /// before count as migration-induced.
+    pub fn moved(&mut self, task: TaskId) {
+        if let Some(a) = &mut self.attribution {
+            a.moved(task);
+        }
     }
 
     /// Bits of the largest physical line number: frames come from the
@@ -543,10 +628,15 @@ impl Machine {
     /// A reference within one line: the common case, kept short.
     #[inline(always)]
     fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> u32 {
-        if let Some(latency) = self.repeat(c, req, asid, vline, tally) {
-            return latency;
-        }
-        let (line, t) = match self.l1_hit(c, req, asid, vaddr, vline, tally) {
+        let fast = if self.shortcuts {
+            if let Some(latency) = self.repeat(c, req, asid, vline, tally) {
+                return latency;
+            }
+            self.l1_hit(c, req, asid, vaddr, vline, tally)
+        } else {
+            Fast::Untranslated
+        };
+        let (line, t) = match fast {
             Fast::Hit(latency) => return latency,
             Fast::Translated(line, t) => (line, t),
             Fast::Untranslated => {
@@ -654,6 +744,9 @@ impl Machine {
         let (frame, latency) = match self.tlbs[l1].lookup(key) {
             Some(frame) => {
                 self.tasks[req.task.0 as usize].tlb.l1_hits += 1;
+                if let Some(a) = &mut self.attribution {
+                    a.observe_tlb(0, req.task, key, true, true);
+                }
                 (frame, self.tlbs[l1].latency_cycles)
             }
             None => self.translate_miss(c, l1, req, asid, vpn),
@@ -669,16 +762,27 @@ impl Machine {
         let task = req.task.0 as usize;
         let stlb = self.cores[c].stlb;
         self.tasks[task].tlb.l1_misses += 1;
+        let victim_fill = self.l2_victim_fill;
+        let mut observe = |i: usize, hit: bool, keep: bool| {
+            self.attribution.as_mut().and_then(|a| a.observe_tlb(i, req.task, key, hit, keep))
+        };
+        if let Some(cause) = observe(0, false, true) {
+            self.tasks[task].tlb.l1_induced.add(cause, req.kind as usize);
+        }
         let (frame, latency) = match stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
             Some((s, Some(frame))) => {
+                observe(1, true, !victim_fill);
                 self.tasks[task].tlb.l2_hits += 1;
-                if self.l2_victim_fill {
+                if victim_fill {
                     self.tlbs[s].remove(key);
                 }
                 (frame, self.tlbs[s].latency_cycles)
             }
             found => {
                 if found.is_some() {
+                    if let Some(cause) = observe(1, false, !victim_fill) {
+                        self.tasks[task].tlb.l2_induced.add(cause, req.kind as usize);
+                    }
                     self.tasks[task].tlb.l2_misses += 1;
                 }
                 let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
@@ -686,20 +790,41 @@ impl Machine {
                 let t = &mut self.tasks[task].tlb;
                 t.walks += 1;
                 t.walk_cycles += cycles as u64;
-                if let (Some(s), false) = (stlb, self.l2_victim_fill) {
+                if let (Some(s), false) = (stlb, victim_fill) {
                     self.tlbs[s].insert(key, frame);
+                    self.place_tlb(1, req.task, key);
                 }
                 (frame, cycles)
             }
         };
-        if let Some((vkey, vframe)) = self.tlbs[l1].insert(key, frame) {
-            if let (Some(s), true) = (stlb, self.l2_victim_fill) {
-                if !self.tlbs[s].probe(vkey) {
-                    self.tlbs[s].insert(vkey, vframe);
-                }
+        let victim = self.tlbs[l1].insert(key, frame);
+        self.place_tlb(0, req.task, key);
+        if let (Some((vkey, vframe)), Some(s), true) = (victim, stlb, victim_fill) {
+            if !self.tlbs[s].probe(vkey) {
+                self.tlbs[s].insert(vkey, vframe);
+            }
+            // The victim is this task's if its asid is (threads share one).
+            if tlb::asid_of(vkey) == asid {
+                self.place_tlb(1, req.task, vkey);
             }
         }
         (frame, latency)
+    }
+
+    /// Mirror a TLB insert in `task`'s shadow of TLB level `i`.
+    #[inline]
+    fn place_tlb(&mut self, i: usize, task: TaskId, key: u64) {
+        if let Some(a) = &mut self.attribution {
+            a.place_tlb(i, task, key);
+        }
+    }
+
+    /// Mirror a cache fill in `req.task`'s shadow of cache `c`'s level.
+    #[inline]
+    fn place(&mut self, c: usize, req: &Req, line: LineAddr) {
+        if let Some(a) = &mut self.attribution {
+            a.place(self.cache_level[c], req, line);
+        }
     }
 
     /// Cycles of a page walk: fixed, or the page-table entry reads through
@@ -736,7 +861,7 @@ impl Machine {
         let writes_through = !top.write_back || !top.write_allocate;
         if writes_through && req.kind == ReqKind::Store && (!top.write_back || !top.contains(line)) {
             // Write-through, or a store that did not allocate: the data goes down.
-            self.write_down(&path, 1, line, req.task, true);
+            self.write_down(&path, 1, line, req.task, true, req.task);
         }
         if served < path.len as usize {
             self.caches[path.at(served)].latency_cycles
@@ -760,7 +885,11 @@ impl Machine {
         if req.kind.is_demand() {
             self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
         }
-        if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
+        let leaves = i > 0 && self.caches[c].inclusion == Inclusion::Exclusive;
+        if let Some(a) = &mut self.attribution {
+            a.observe(self.cache_level[c], req, line, true, !leaves);
+        }
+        if leaves {
             return (i, self.caches[c].take(slot).dirty);
         }
         (i, false)
@@ -772,10 +901,17 @@ impl Machine {
     fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
         let c = path.at(i);
         let compulsory = self.caches[c].miss(line, req);
+        let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
+        let cause = self.attribution.as_mut().and_then(|a| a.observe(self.cache_level[c], req, line, false, stays));
         if req.kind.is_demand() {
             let counters = &mut self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize];
             counters.misses[req.kind as usize] += 1;
-            counters.compulsory[req.kind as usize] += compulsory as u64;
+            // Causes are disjoint: a miss the shadow would have hit is induced
+            // even where this cache never held the line (a task that moved).
+            match cause {
+                Some(cause) => counters.induced.add(cause, req.kind as usize),
+                None => counters.compulsory[req.kind as usize] += compulsory as u64,
+            }
         }
         if i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate {
             return (0, false);
@@ -790,10 +926,14 @@ impl Machine {
             return (served, carried);
         }
         let dirty = carried || (i == 0 && req.kind == ReqKind::Store);
-        match self.caches[c].fill(line, dirty, req) {
-            Filled::Placed(Some(victim)) => self.evicted(path, i, victim),
+        let filled = self.caches[c].fill(line, dirty, req);
+        if let Filled::Placed(_) = filled {
+            self.place(c, req, line);
+        }
+        match filled {
+            Filled::Placed(Some(victim)) => self.evicted(path, i, victim, req.task),
             Filled::Placed(None) => {}
-            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task, false),
+            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task, false, req.task),
             Filled::Bypassed => {}
         }
         (served, false)
@@ -812,22 +952,24 @@ impl Machine {
         }
     }
 
-    /// A line left level `i` of `path` to make room: clean the levels above
-    /// if this one is inclusive, then pass it down.
-    fn evicted(&mut self, path: &Path, i: usize, mut victim: Evicted) {
-        self.clean_above(path.at(i), &mut victim);
+    /// A line left level `i` of `path` to make room for a request of task
+    /// `by`: clean the levels above if this one is inclusive, then pass it down.
+    fn evicted(&mut self, path: &Path, i: usize, mut victim: Evicted, by: TaskId) {
+        self.clean_above(path.at(i), &mut victim, by);
         let next = i + 1;
         if next < path.len as usize && self.caches[path.at(next)].inclusion == Inclusion::Exclusive {
-            self.victim_fill(path, next, victim);
+            self.victim_fill(path, next, victim, by);
         } else if victim.dirty {
-            self.write_down(path, next, victim.line, victim.owner, false);
+            self.write_down(path, next, victim.line, victim.owner, false, by);
         }
     }
 
-    /// A line leaves cache `c`: if `c` is inclusive, remove it from every
-    /// cache above (back-invalidation); dirty data found there goes down
-    /// with the victim.
-    fn clean_above(&mut self, c: usize, victim: &mut Evicted) {
+    /// A line leaves cache `c` because of task `by` (`TaskId::NONE`: a
+    /// flush): if `c` is inclusive, remove it from every cache above
+    /// (back-invalidation); dirty data found there goes down with the
+    /// victim. A task's shadow loses the line too when the task itself
+    /// caused the eviction, as it would have alone.
+    fn clean_above(&mut self, c: usize, victim: &mut Evicted, by: TaskId) {
         if self.caches[c].inclusion != Inclusion::Inclusive {
             return;
         }
@@ -835,12 +977,15 @@ impl Machine {
             let upper = self.uppers[c][u];
             if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
                 victim.dirty |= copy.dirty;
+                if let (Some(a), true) = (&mut self.attribution, copy.owner == by) {
+                    a.invalidate(self.cache_level[upper], by, victim.line);
+                }
             }
         }
     }
 
     /// Place the victim of the level above in exclusive level `i`.
-    fn victim_fill(&mut self, path: &Path, i: usize, victim: Evicted) {
+    fn victim_fill(&mut self, path: &Path, i: usize, victim: Evicted, by: TaskId) {
         let c = path.at(i);
         let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: victim.owner };
         if let Some(slot) = self.caches[c].find(victim.line) {
@@ -850,10 +995,14 @@ impl Machine {
             return;
         }
         self.caches[c].mark_seen(victim.line);
-        match self.caches[c].fill(victim.line, victim.dirty, &req) {
-            Filled::Placed(Some(next)) => self.evicted(path, i, next),
+        let filled = self.caches[c].fill(victim.line, victim.dirty, &req);
+        if let Filled::Placed(_) = filled {
+            self.place(c, &req, victim.line);
+        }
+        match filled {
+            Filled::Placed(Some(next)) => self.evicted(path, i, next, by),
             Filled::Placed(None) => {}
-            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner, false),
+            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner, false, by),
             Filled::Bypassed => {}
         }
     }
@@ -862,8 +1011,9 @@ impl Machine {
     /// memory). A write-back level keeps it (allocating on a miss); a
     /// write-through level passes it on. `through` marks a store written
     /// through while the line may stay above: an exclusive level must not
-    /// take a copy of it then, and passes it on too.
-    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId, through: bool) {
+    /// take a copy of it then, and passes it on too. `by` is the task whose
+    /// request (or `TaskId::NONE`: flush) sent it down.
+    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId, through: bool, by: TaskId) {
         if i >= path.len as usize {
             let home = self.node_of(line);
             self.nodes[home as usize].writes += 1;
@@ -874,19 +1024,23 @@ impl Machine {
         if let Some(slot) = self.caches[c].find(line) {
             self.caches[c].writeback_hit(slot);
             if !self.caches[c].write_back {
-                self.write_down(path, i + 1, line, owner, through);
+                self.write_down(path, i + 1, line, owner, through, by);
             }
             return;
         }
         self.caches[c].miss(line, &req);
         let exclusive = self.caches[c].inclusion == Inclusion::Exclusive;
         if !self.caches[c].write_back || (through && exclusive) {
-            return self.write_down(path, i + 1, line, owner, through);
+            return self.write_down(path, i + 1, line, owner, through, by);
         }
-        match self.caches[c].fill(line, true, &req) {
-            Filled::Placed(Some(victim)) => self.evicted(path, i, victim),
+        let filled = self.caches[c].fill(line, true, &req);
+        if let Filled::Placed(_) = filled {
+            self.place(c, &req, line);
+        }
+        match filled {
+            Filled::Placed(Some(victim)) => self.evicted(path, i, victim, by),
             Filled::Placed(None) => {}
-            Filled::Bypassed => self.write_down(path, i + 1, line, owner, through),
+            Filled::Bypassed => self.write_down(path, i + 1, line, owner, through, by),
         }
     }
 
@@ -920,10 +1074,10 @@ impl Machine {
         removed.clear();
         self.caches[c].remove(scope, &mut removed);
         for mut victim in removed.drain(..) {
-            self.clean_above(c, &mut victim);
+            self.clean_above(c, &mut victim, TaskId::NONE);
             if write_back && victim.dirty {
                 self.caches[c].stats.dirty_evictions += 1;
-                self.write_down(path, i + 1, victim.line, victim.owner, false);
+                self.write_down(path, i + 1, victim.line, victim.owner, false, TaskId::NONE);
             }
         }
         self.scratch = removed;

@@ -141,6 +141,12 @@ pub fn key(asid: Asid, vpn: u64) -> u64 {
     ((asid.0 as u64) << VPN_BITS) | vpn
 }
 
+/// The asid of a key.
+#[inline]
+pub fn asid_of(key: u64) -> Asid {
+    Asid((key >> VPN_BITS) as u32)
+}
+
 /// One TLB array. Entries map a key (asid, virtual page) to a physical frame.
 #[derive(Debug, Clone)]
 pub struct Tlb {
@@ -214,6 +220,12 @@ impl Tlb {
         self.frames[self.tags.index(slot)]
     }
 
+    /// Replace the frame held in `slot`.
+    pub fn set_frame_at(&mut self, slot: Slot, frame: u64) {
+        let i = self.tags.index(slot);
+        self.frames[i] = frame;
+    }
+
     /// Count a hit on `slot` (found by [`Tlb::find`]), update the
     /// replacement state, and return the frame.
     #[inline(always)]
@@ -280,12 +292,8 @@ impl Tlb {
     /// Remove the entries whose asid matches (`None`: all entries); returns
     /// how many were removed.
     pub fn flush(&mut self, asid: Option<Asid>) -> u64 {
-        let doomed: Vec<usize> = self
-            .tags
-            .valid()
-            .filter(|&(_, tag)| asid.is_none_or(|a| tag >> VPN_BITS == a.0 as u64))
-            .map(|(i, _)| i)
-            .collect();
+        let doomed: Vec<usize> =
+            self.tags.valid().filter(|&(_, tag)| asid.is_none_or(|a| asid_of(tag) == a)).map(|(i, _)| i).collect();
         for &i in &doomed {
             let slot = self.tags.slot(i);
             self.policy.on_evict(&Self::touched(slot));

@@ -5,10 +5,13 @@
 //! task (its own hits and misses at each level, its instructions and cycles)
 //! and the [`Results`] document that leaves the core as JSON.
 
+pub mod attribution;
+
 use serde::Serialize;
 
 use crate::mem::cache::CacheStats;
 use crate::mem::tlb::TlbStats;
+use crate::stats::attribution::Induced;
 
 /// Cache levels as seen by a task (its L1s, its L2, its socket's LLC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -48,8 +51,13 @@ pub struct LevelCounters {
     pub hits: [u64; 3],
     /// Misses by kind.
     pub misses: [u64; 3],
-    /// Misses on lines the cache had never held, by kind.
+    /// Misses on lines the cache had never held, by kind (when the level is
+    /// attributed, only those not counted as induced).
     pub compulsory: [u64; 3],
+    /// Misses the task's isolated shadow would have hit, by cause (zero
+    /// unless the level is in `machine.attribution`); the rest of the
+    /// non-compulsory misses are capacity/conflict misses.
+    pub induced: Induced,
 }
 
 impl LevelCounters {
@@ -75,6 +83,10 @@ pub struct TlbCounters {
     pub l2_hits: u64,
     /// Second-level TLB misses.
     pub l2_misses: u64,
+    /// First-level TLB misses its isolated shadow would have hit, by cause.
+    pub l1_induced: Induced,
+    /// Second-level TLB misses its isolated shadow would have hit, by cause.
+    pub l2_induced: Induced,
     /// Page walks.
     pub walks: u64,
     /// Cycles spent in page walks.

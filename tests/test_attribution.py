@@ -1,0 +1,45 @@
+"""Miss attribution from Python: the causes columns and the config errors."""
+
+import math
+
+import pytest
+
+import cachesched as cs
+
+
+def test_a_task_alone_has_only_compulsory_and_capacity_misses():
+    r = cs.simulate({
+        "machine": {"attribution": ["l1d", "l2", "llc", "tlb.l1", "tlb.l2"]},
+        "workload": {"kind": "zipf", "params": {"working_set_bytes": "4MiB"}},
+        "run": {"max_accesses": 200_000},
+    })
+    lv = r.levels
+    assert set(lv.level) == {"l1d", "l2", "llc"}
+    assert (lv.switch_induced + lv.migration_induced + lv.sharing_induced).sum() == 0
+    # Capacity is the rest of the misses, and there are some: 4 MiB of Zipf
+    # does not fit the 32 KiB L1.
+    assert (lv.capacity == lv.misses - lv.compulsory).all()
+    assert lv[lv.level == "l1d"].capacity.sum() > 0
+    tasks = r.tasks
+    assert tasks.tlb_l1_switch_induced.sum() == 0 and tasks.tlb_l2_migration_induced.sum() == 0
+
+
+def test_levels_not_attributed_leave_capacity_unknown():
+    r = cs.simulate({"machine": {"attribution": ["l2"]}, "workload": {"kind": "zipf"},
+                     "run": {"max_accesses": 50_000}})
+    lv = r.levels
+    assert lv[lv.level == "l2"].capacity.notna().all()
+    assert all(math.isnan(x) for x in lv[lv.level != "l2"].capacity)
+
+
+@pytest.mark.parametrize("attribution, key, words", [
+    (["l3"], "machine.attribution[0]", "unknown variant"),
+    (["llc", "l2"], "machine.attribution[1]", "no l2"),
+    ("l2", "machine.attribution", "sequence"),
+])
+def test_bad_attribution_names_the_key(attribution, key, words):
+    with pytest.raises(cs.ConfigError) as e:
+        cs.simulate({"machine": {"attribution": attribution, "l2": False}, "workload": {"kind": "zipf"}})
+    err = e.value.errors()[0]
+    assert err["loc"] == key, e.value.errors()
+    assert words in err["msg"]

@@ -128,6 +128,8 @@ pub struct Engine {
     /// References simulated, warm-up included.
     done: u64,
     measuring: bool,
+    /// Clock of the core that ran the last warm-up reference.
+    warm_time: u64,
     events: Vec<EventRecord>,
     intervals: Vec<IntervalRow>,
     windows: Vec<WindowRow>,
@@ -203,6 +205,7 @@ impl Engine {
             cores: (0..cores).map(|_| CoreRun::default()).collect(),
             generation: 0,
             done: 0,
+            warm_time: 0,
             events: Vec::new(),
             intervals: Vec::new(),
             windows: Vec::new(),
@@ -233,7 +236,7 @@ impl Engine {
             (l, h) => l.or(h),
         };
         if self.measuring {
-            self.start_measuring();
+            self.start_measuring(0);
         }
         self.place_tasks()?;
         let mut next_report = PROGRESS_EVERY;
@@ -258,7 +261,7 @@ impl Engine {
         progress(Progress { done: self.done, total: Some(self.done) })?;
         if !self.measuring {
             // Everything ended inside the warm-up: nothing was measured.
-            self.start_measuring();
+            self.start_measuring(0);
         }
         self.close();
         Ok(self.results(self.done.min(warmup), started.elapsed().as_secs_f64()))
@@ -344,12 +347,14 @@ impl Engine {
         }
     }
 
-    /// Advance idle core `c` by `cycles`.
+    /// Advance idle core `c` by `cycles`; only idling after the end of
+    /// warm-up is measured (a core may lag behind the one that ended it).
     fn idle(&mut self, c: usize, cycles: u64) {
-        self.cores[c].other += cycles;
+        let core = &mut self.cores[c];
         if self.measuring {
-            self.cores[c].totals.idle_cycles += cycles;
+            core.totals.idle_cycles += (core.clock + cycles).saturating_sub(core.clock.max(self.warm_time));
         }
+        core.other += cycles;
         self.sync_clock(c);
     }
 
@@ -585,18 +590,12 @@ impl Engine {
     /// Run one chunk of `task` on core `c`.
     fn step(&mut self, c: usize, task: TaskId, limit: Option<u64>) -> Result<()> {
         let ti = task.0 as usize;
-        let run = &mut self.tasks[ti];
-        let spec = &self.views[ti].spec;
-        let left = spec.max_accesses.map_or(u64::MAX, |m| m.saturating_sub(run.accesses));
-        if left > 0 && run.pos == run.len {
-            run.len = run.workload.fill(&mut run.buf)?;
-            run.pos = 0;
-        }
-        if left == 0 || run.len == 0 {
-            run.ended = true;
-            self.cores[c].pending = true;
+        if !self.refill(c, ti)? {
             return Ok(());
         }
+        let run = &mut self.tasks[ti];
+        let spec = &self.views[ti].spec;
+        let left = spec.max_accesses.map_or(u64::MAX, |m| m - run.accesses);
         let mut most = ((run.len - run.pos) as u64).min(left);
         if !self.measuring {
             most = most.min(self.config.config.run.warmup_accesses - self.done);
@@ -646,7 +645,7 @@ impl Engine {
         let reached = |mark: Option<u64>, value: u64| mark.is_some_and(|m| value >= m);
         let (now, done_instr) = (self.cores[c].clock, view.instructions);
         if !self.measuring && self.done == self.config.config.run.warmup_accesses {
-            self.start_measuring();
+            self.start_measuring(now);
         }
         if reached(self.tasks[ti].interval.as_ref().map(|m| m.end), done_instr) {
             self.close_interval(task, c, true);
@@ -658,12 +657,33 @@ impl Engine {
         if reached(core.until_instructions, done_instr) || reached(core.until_cycles, now) {
             core.pending = true;
         }
+        // Look ahead, so that a task whose stream ends with its slice
+        // finishes now instead of being switched in again for nothing.
+        self.refill(c, ti)?;
         Ok(())
     }
 
-    /// The end of warm-up: forget every counter; intervals start now.
-    fn start_measuring(&mut self) {
+    /// Make sure task `ti` (on core `c`) has accesses buffered; if its
+    /// stream ended or it reached its limit, mark it ended and return false.
+    fn refill(&mut self, c: usize, ti: usize) -> Result<bool> {
+        let run = &mut self.tasks[ti];
+        let limited = self.views[ti].spec.max_accesses.is_some_and(|m| run.accesses >= m);
+        if !limited && run.pos == run.len {
+            run.len = run.workload.fill(&mut run.buf)?;
+            run.pos = 0;
+        }
+        if limited || run.len == 0 {
+            run.ended = true;
+            self.cores[c].pending = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The end of warm-up, at time `now`: forget every counter; intervals start now.
+    fn start_measuring(&mut self, now: u64) {
         self.measuring = true;
+        self.warm_time = now;
         self.machine.reset_stats();
         for (t, run) in self.tasks.iter_mut().enumerate() {
             let spec = &self.views[t].spec;
@@ -785,6 +805,10 @@ impl Engine {
         let accesses: u64 = tasks.iter().map(|t| t.stats.accesses).sum();
         let instructions: u64 = tasks.iter().map(|t| t.stats.instructions).sum();
         let cycles = cores.iter().map(|c| c.cycles).max().unwrap_or(0);
+        // Rows are recorded as the cores' chunks come, which depends on
+        // the batch size; their order in the results must not.
+        self.intervals.sort_by_key(|r| (r.task, r.index));
+        self.windows.sort_by_key(|r| (r.task, r.start));
         Results {
             version: env!("CARGO_PKG_VERSION"),
             config: self.config.to_json(),

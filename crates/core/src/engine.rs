@@ -491,8 +491,10 @@ impl Engine {
         let picked = self.ask(now, |s, ctx| s.pick(ctx, core))?;
         let Some(next) = picked else {
             if let Some(t) = requeued {
+                // It waits in the queue now: idle cores may want it.
                 self.running[c] = Some(t);
                 self.switch_out(c, t)?;
+                self.generation += 1;
             }
             self.cores[c].seen = Some(self.generation);
             return Ok(());

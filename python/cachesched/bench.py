@@ -7,7 +7,11 @@ and times, in the same command so that machine noise hits both alike:
    LLC 8 MiB 16-way, two-level TLB, LRU), reading the ``.cst`` trace;
 2. our engine with pycachesim's semantics (same caches, no TLB), whose hit
    and miss counts must equal pycachesim's;
-3. pycachesim's batched ``loadstore`` API on the same accesses.
+3. pycachesim's batched ``loadstore`` API on the same accesses;
+4. a scheduling scenario on the same accesses: 64 tasks (each a slice of
+   the trace) on 2 sockets x 8 cores of the standard machine, round-robin
+   with a 1 ms quantum and load balancing, with and without miss attribution
+   on the L2 and the LLC.
 
 It prints accesses per second for each and the ratios. Figures are recorded
 in docs/performance.md with the command that produced them.
@@ -99,6 +103,29 @@ def _pycachesim(path: Path, accesses: int, chunk: int = 1 << 20) -> tuple[float,
     return inside, time.perf_counter() - start_all, reference.counts(levels)
 
 
+#: Tasks of the scheduling scenario.
+TASKS = 64
+
+
+def scheduling_config(path: Path, accesses: int, attribution: bool) -> dict:
+    """The scheduling scenario: ``TASKS`` tasks, each reading its own slice
+    of the benchmark trace, on 16 cores with balancing."""
+    per = accesses // TASKS
+    return {
+        "machine": {"preset": "standard", "sockets": 2, "cores_per_socket": 8,
+                    "attribution": ["l2", "llc"] if attribution else []},
+        "tasks": [{"name": f"slice{i}", "workload": {"kind": "trace", "params": {
+            "path": str(path), "skip": i * per, "limit": per}}} for i in range(TASKS)],
+        "scheduler": {"kind": "balance", "params": {"quantum": "1ms", "period": "4ms"}},
+    }
+
+
+def _scheduling(path: Path, accesses: int, attribution: bool) -> tuple[float, object]:
+    start = time.perf_counter()
+    results = simulate(scheduling_config(path, accesses, attribution))
+    return time.perf_counter() - start, results
+
+
 def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = True,
         cache_dir: Path | None = None, out=print) -> dict:
     """Run the benchmark; returns the figures (also printed through ``out``)."""
@@ -116,6 +143,15 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
     levels = results.levels.groupby("level")[["accesses", "misses"]].sum()
     figures["miss_ratio"] = {lv: float(row.misses / row.accesses) for lv, row in levels.iterrows()}
     out(f"cachesched, standard machine with TLBs: {figures['ours_tlb'] / 1e6:8.1f} M accesses/s")
+
+    for attribution, key in ((False, "scheduling"), (True, "scheduling_attribution")):
+        seconds, sched = min((_scheduling(path, accesses, attribution) for _ in range(repeat)), key=lambda r: r[0])
+        figures[key] = sched.summary["accesses"] / seconds
+        figures[f"{key}_ratio"] = figures[key] / figures["ours_tlb"]
+        what = "with attribution (L2, LLC)" if attribution else "without attribution"
+        out(f"scheduling, {TASKS} tasks on 16 cores, {what + ':':<27} {figures[key] / 1e6:5.1f} M accesses/s, "
+            f"{figures[f'{key}_ratio']:.2f} x single-task ({sched.summary['switches']:,} switches, "
+            f"{sched.summary['migrations']:,} migrations)")
 
     equivalent = reference.equivalent_machine(GEOMETRY)
     seconds, same = min((_ours(path, equivalent) for _ in range(repeat)), key=lambda r: r[0])

@@ -13,10 +13,15 @@ REQ_KINDS = ("load", "store", "ifetch", "writeback", "walk")
 LEVELS = ("l1i", "l1d", "l2", "llc")
 
 
+COUNTS = ("accesses", "instructions", "stall_cycles", "overhead_cycles", "tlb_misses", "walks")
+EVENT_COLUMNS = ["time", "core", "task", "event", "from", "to", "locality", "timing"]
+
+
 class Results:
     """What a run reports.
 
-    ``summary`` and ``config`` are plain dicts; :attr:`tasks`, :attr:`levels`,
+    ``summary`` and ``config`` are plain dicts; :attr:`tasks`, :attr:`cores`,
+    :attr:`levels`, :attr:`intervals`, :attr:`windows`, :attr:`events`,
     :attr:`caches`, :attr:`tlbs` and :attr:`memory` are pandas DataFrames;
     :meth:`to_json`, :meth:`to_arrow` and :meth:`save` export them.
     """
@@ -53,20 +58,97 @@ class Results:
         present = {c["level"] for c in self._data["caches"]}
         return [lv for lv in LEVELS if lv in present]
 
+    def _counts(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The counters of a stretch (core, interval, window) as flat columns,
+        with misses and MPKI per level of the machine."""
+        out = {k: row[k] for k in COUNTS}
+        kilo = row["instructions"] / 1000 if row["instructions"] else float("nan")
+        for lv in self._machine_levels():
+            out[f"{lv}_misses"] = row["misses"][lv]
+            out[f"{lv}_mpki"] = row["misses"][lv] / kilo
+        out["tlb_mpki"] = row["tlb_misses"] / kilo
+        return out
+
     @property
     def tasks(self) -> pd.DataFrame:
-        """One row per task: instructions, cycles, CPI, stalls, TLB and memory counters."""
+        """One row per task: address space, VM, instructions, cycles, CPI,
+        stalls, scheduling overhead, switches, migrations, MPKI per level,
+        TLB and memory counters (with TLB misses induced by scheduling, by
+        cause), and the residual lines: on its returns to the core it last
+        left, its lines there when it left and when it came back."""
         rows = []
         for t in self._data["tasks"]:
-            row = {k: t[k] for k in ("task", "name", "accesses", "instructions", "cycles", "cpi", "stall_cycles",
-                                     "memory_local", "memory_remote")}
+            row = {k: t[k] for k in ("task", "name", "asid", "vm", "accesses", "instructions", "cycles", "cpi",
+                                     "stall_cycles", "overhead_cycles", "switches", "migrations_local",
+                                     "migrations_remote", "memory_local", "memory_remote")}
+            row.update({f"{lv}_mpki": t["mpki"][lv] for lv in self._machine_levels()})
+            row["tlb_mpki"] = t["mpki"]["tlb"]
             for k, v in t["tlb"].items():
                 if isinstance(v, dict):  # misses induced by scheduling, by cause (all kinds)
                     row.update({f"tlb_{k.removesuffix('_induced')}_{cause}_induced": sum(n) for cause, n in v.items()})
                 else:
                     row[f"tlb_{k}"] = v
+            residual = t["residual"]
+            row["residual_returns"] = residual["returns"]
+            for lv in self._machine_levels():
+                row[f"residual_{lv}_left"] = residual["left"][lv]
+                row[f"residual_{lv}_found"] = residual["found"][lv]
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if len(df):
+            df["vm"] = df["vm"].astype("Int64")
+        return df
+
+    @property
+    def cores(self) -> pd.DataFrame:
+        """One row per core: its clock's cycles since warm-up, idle cycles,
+        CPI while running, switches, migrations in, and what its tasks did on
+        it (misses and MPKI per level)."""
+        rows = []
+        for c in self._data.get("cores", []):
+            row = {k: c[k] for k in ("core", "socket", "cycles", "idle_cycles", "cpi", "switches", "migrations_in")}
+            row.update(self._counts(c))
             rows.append(row)
         return pd.DataFrame(rows)
+
+    @property
+    def intervals(self) -> pd.DataFrame:
+        """The time series: one row per task and ``stats.interval`` of its
+        instructions (clock at start and end, core at the end, cycles, CPI,
+        misses and MPKI per level). Empty unless ``stats.interval`` is set."""
+        rows = []
+        for i in self._data.get("intervals", []):
+            row = {k: i[k] for k in ("task", "index", "start", "end", "core", "cycles", "cpi")}
+            row.update(self._counts(i))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def windows(self) -> pd.DataFrame:
+        """One row per migration: the task's first ``stats.window``
+        instructions on the new core (``complete`` is false when it migrated
+        again, finished or the run ended first). Empty unless
+        ``stats.window`` is set."""
+        rows = []
+        for w in self._data.get("windows", []):
+            row = {"task": w["task"], "start": w["start"], "from_core": w["from"], "to_core": w["to"],
+                   "locality": w["locality"], "timing": w["timing"], "complete": w["complete"],
+                   "cycles": w["cycles"], "cpi": w["cpi"]}
+            row.update(self._counts(w))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The event log: time (the core's clock), core, task, event
+        (``switch_in``, ``switch_out``, ``migrate``, ``tick``), and for
+        migrations from/to core, locality (local/remote) and timing
+        (live/delayed)."""
+        df = pd.DataFrame(self._data.get("events", []), columns=EVENT_COLUMNS)
+        df = df.rename(columns={"from": "from_core", "to": "to_core"})
+        for col in ("core", "task", "from_core", "to_core"):
+            df[col] = df[col].astype("Int64")
+        return df
 
     @property
     def levels(self) -> pd.DataFrame:
@@ -134,7 +216,8 @@ class Results:
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table by name."""
-        return {"tasks": self.tasks, "levels": self.levels, "caches": self.caches, "tlbs": self.tlbs,
+        return {"tasks": self.tasks, "cores": self.cores, "levels": self.levels, "intervals": self.intervals,
+                "windows": self.windows, "events": self.events, "caches": self.caches, "tlbs": self.tlbs,
                 "memory": self.memory}
 
     def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821
@@ -169,6 +252,8 @@ class Results:
             f"instructions  {s['instructions']:>16,}",
             f"cycles        {s['cycles']:>16,}",
             f"CPI           {s['cpi']:>16.4f}",
+            *([f"tasks         {s['tasks']:>16,}", f"switches      {s['switches']:>16,}",
+               f"migrations    {s['migrations']:>16,}"] if s.get("tasks", 1) > 1 else []),
             f"simulated in  {s['wall_seconds']:>15.2f}s ({s['accesses_per_second'] / 1e6:,.1f} M accesses/s)",
             "",
             f"{'level':<6}{'accesses':>14}{'misses':>14}{'miss ratio':>12}{'MPKI':>10}{'compulsory':>12}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from . import _core
 from .config import ConfigLike, load
@@ -29,6 +29,16 @@ def _progress_bar() -> tuple[Progress, Callable[[], None]]:
     return update, bar.close
 
 
+def _policy_table(obj: object) -> dict:
+    """The ``kind = "python"`` table recording a scheduler object: its class,
+    and its ``period`` and ``default_quantum`` attributes if it has them."""
+    params: dict[str, Any] = {"class": type(obj).__name__}
+    for attr, key in (("period", "period"), ("default_quantum", "quantum")):
+        if getattr(obj, attr, None) is not None:
+            params[key] = getattr(obj, attr)
+    return {"kind": "python", "params": params}
+
+
 def simulate(
     config: ConfigLike,
     *,
@@ -42,6 +52,8 @@ def simulate(
     ``config`` is a path to a TOML file, TOML text or a dict; ``overrides``
     are ``key.path=value`` strings and keyword arguments replace or merge
     top-level sections, e.g. ``simulate("run.toml", machine={"l2": {"ways": 8}})``.
+    ``scheduler`` may be an object instead of a table: a policy written in
+    Python (see docs/scheduling.md).
     ``progress=True`` shows a progress bar on stderr for runs longer than a
     second; a callable receives ``(done, total)`` about every million
     references. Relative trace paths are resolved against ``base_dir``, else
@@ -51,6 +63,15 @@ def simulate(
     :class:`~cachesched.errors.TraceError` for a bad trace, and
     :class:`~cachesched.errors.SimulationError` if the run cannot finish.
     """
+    # A scheduler object (not a table) is passed by reference, never copied.
+    obj = sections.get("scheduler")
+    if isinstance(config, Mapping) and not isinstance(config.get("scheduler"), (Mapping, type(None))):
+        obj = obj if obj is not None else config["scheduler"]
+        config = {k: v for k, v in config.items() if k != "scheduler"}
+    if isinstance(obj, Mapping):
+        obj = None
+    elif obj is not None:
+        sections["scheduler"] = _policy_table(obj)
     doc, found_dir = load(config, overrides, **sections)
     directory = Path(base_dir) if base_dir is not None else found_dir
     close = None
@@ -59,7 +80,7 @@ def simulate(
     else:
         callback = progress or None
     try:
-        text = _core.simulate(json.dumps(doc), str(directory) if directory else None, callback)
+        text = _core.simulate(json.dumps(doc), str(directory) if directory else None, callback, obj)
     finally:
         if close:
             close()

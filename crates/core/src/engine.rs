@@ -1,20 +1,42 @@
-//! The engine: pulls accesses from the workload and drives the machine.
+//! The engine: runs the tasks on the machine's cores under a scheduler.
 //!
 //! [`Engine::new`] builds everything from a validated config (the builder
 //! step, where every config error surfaces); [`Engine::run`] simulates and
-//! returns [`Results`]. Accesses are pulled in batches into a reused buffer,
-//! so the hot loop is a tight loop over a slice with no allocation.
+//! returns [`Results`].
+//!
+//! Each core has its own clock. The engine always advances the core whose
+//! clock is lowest (ties: busy before idle, then the lowest id) by one chunk
+//! of at most `run.batch` references of its task, so shared LLCs see the
+//! cores' references in time order to within a chunk, and every scheduling
+//! decision, tick and event is taken in time order exactly. A chunk ends
+//! early at the next deadline: the end of the slice, the next tick, an
+//! interval or window boundary, the end of warm-up. Deadlines in
+//! instructions are met exactly (the chunk ends with the access that
+//! reaches them); deadlines in cycles too, by shrinking chunks near them
+//! to what cannot overshoot (see [`cut`]). So switch and migration points
+//! do not depend on `run.batch`; only the interleaving of references of
+//! different cores in a shared cache does.
+//!
+//! Each task's accesses are pulled in batches into its own reused buffer,
+//! and a chunk is handed to the machine as one slice: the per-access loop
+//! stays tight and allocation-free. Scheduling work happens once per slice.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::config::ValidConfig;
 use crate::error::{Error, Result};
-use crate::mem::machine::Machine;
-use crate::stats::{CacheResult, Results, Summary, TaskResult, TlbResult};
+use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, Timing};
+use crate::mem::machine::{Machine, MachineParams};
+use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
+use crate::stats::{
+    CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, Results, Summary, TaskResult, TaskSchedCounts,
+    TlbResult, WindowRow,
+};
 use crate::trace::prefetch::Prefetched;
 use crate::trace::{Workload, WorkloadCtx};
-use crate::types::{Access, Asid, CoreId, TaskId};
+use crate::types::{Access, CoreId, TaskId};
 
 /// How far a run has come, handed to the progress callback.
 #[derive(Debug, Clone, Copy)]
@@ -29,25 +51,174 @@ pub struct Progress {
 /// checks for conditions that end a run, such as exhausted memory).
 const PROGRESS_EVERY: u64 = 1 << 20;
 
+/// One task's stream and bookkeeping.
+struct TaskRun {
+    workload: Box<dyn Workload>,
+    buf: Vec<Access>,
+    pos: usize,
+    len: usize,
+    /// References run, warm-up included (for `max_accesses`).
+    accesses: u64,
+    /// Its workload ended or it reached its limit; the core will retire it.
+    ended: bool,
+    /// It was moved while running and has not run since.
+    moved_live: bool,
+    /// The core it left last and its lines there then (the residual measure).
+    left: Option<(CoreId, [u64; Level::COUNT])>,
+    counts: TaskSchedCounts,
+    interval: Option<Mark>,
+    window: Option<Window>,
+}
+
+/// The start of a task's current interval.
+struct Mark {
+    index: u64,
+    start: u64,
+    counts: Counts,
+    /// Task instructions at which it ends.
+    end: u64,
+}
+
+/// An open post-migration window.
+struct Window {
+    row: WindowRow,
+    counts: Counts,
+    end: u64,
+}
+
+/// One core's clock and state.
+#[derive(Default)]
+struct CoreRun {
+    /// The clock is `round(instructions * base_cpi) + stall + other`.
+    instructions: u64,
+    stall: u64,
+    /// Overhead and idle cycles.
+    other: u64,
+    clock: u64,
+    /// Must take a scheduling decision before running again.
+    pending: bool,
+    /// Queue generation it last looked at and found nothing to run.
+    seen: Option<u64>,
+    /// End of the running task's slice: core clock and task instructions.
+    until_cycles: Option<u64>,
+    until_instructions: Option<u64>,
+    /// The running task's counters when it switched in (or warm-up ended).
+    stint: Counts,
+    totals: CoreTotals,
+}
+
 /// A simulation ready to run.
 pub struct Engine {
     config: ValidConfig,
     machine: Machine,
-    workload: Box<dyn Workload>,
+    scheduler: Box<dyn Scheduler>,
+    mechanisms: Vec<Box<dyn Mechanism>>,
+    per_access: bool,
+    topology: Topology,
+    base_cpi: f64,
+    /// More than any one reference can stall (for cycle deadlines, see [`cut`]).
+    max_stall: u64,
+    tasks: Vec<TaskRun>,
+    views: Vec<TaskView>,
+    queues: Vec<VecDeque<TaskId>>,
+    running: Vec<Option<TaskId>>,
+    cores: Vec<CoreRun>,
+    unfinished: usize,
+    next_tick: Option<u64>,
+    /// Bumped whenever a run queue changes, so idle cores know to look again.
+    generation: u64,
+    /// References simulated, warm-up included.
+    done: u64,
+    measuring: bool,
+    /// Clock of the core that ran the last warm-up reference.
+    warm_time: u64,
+    events: Vec<EventRecord>,
+    intervals: Vec<IntervalRow>,
+    windows: Vec<WindowRow>,
 }
 
 impl Engine {
-    /// Build the machine and the workload; `base_dir` resolves relative trace paths.
+    /// Build the machine, the workloads and the scheduler; `base_dir`
+    /// resolves relative trace paths.
     pub fn new(config: ValidConfig, base_dir: Option<PathBuf>) -> Result<Engine> {
+        Engine::with_scheduler(config, base_dir, None)
+    }
+
+    /// As [`Engine::new`], with a scheduler built elsewhere (a Python
+    /// policy) instead of the configured one.
+    pub fn with_scheduler(
+        config: ValidConfig,
+        base_dir: Option<PathBuf>,
+        scheduler: Option<Box<dyn Scheduler>>,
+    ) -> Result<Engine> {
         let seed = config.config.seed;
         let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
-        machine.add_tasks(1);
-        let ctx = WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir };
-        let mut workload = config.workload.build(&ctx)?;
-        if config.config.run.prefetch {
-            workload = Box::new(Prefetched::new(workload, 4 * config.config.run.batch as usize)?);
+        machine.add_tasks(config.tasks.len());
+        let scheduler = match scheduler {
+            Some(s) => s,
+            None => config.scheduler.build(&config.sched_build())?,
+        };
+        let run = &config.config.run;
+        let mut tasks = Vec::with_capacity(config.tasks.len());
+        for (i, spec) in config.tasks.iter().enumerate() {
+            let ctx = WorkloadCtx {
+                seed,
+                component: format!("task{i}"),
+                loc: spec.workload_loc.clone(),
+                base_dir: base_dir.clone(),
+            };
+            let mut workload = spec.workload.build(&ctx)?;
+            if run.prefetch {
+                workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
+            }
+            let counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };
+            tasks.push(TaskRun {
+                workload,
+                buf: vec![Access::default(); run.batch as usize],
+                pos: 0,
+                len: 0,
+                accesses: 0,
+                ended: false,
+                moved_live: false,
+                left: None,
+                counts,
+                interval: None,
+                window: None,
+            });
         }
-        Ok(Engine { config, machine, workload })
+        let views = config.tasks.iter().map(|spec| TaskView::new(spec.clone())).collect();
+        let topology = config.topology();
+        let cores = topology.cores() as usize;
+        Ok(Engine {
+            base_cpi: config.config.machine.base_cpi,
+            max_stall: max_stall(&config.config.machine),
+            next_tick: scheduler.period(),
+            unfinished: config.tasks.len(),
+            measuring: config.config.run.warmup_accesses == 0,
+            config,
+            machine,
+            scheduler,
+            mechanisms: Vec::new(),
+            per_access: false,
+            topology,
+            tasks,
+            views,
+            queues: vec![VecDeque::new(); cores],
+            running: vec![None; cores],
+            cores: (0..cores).map(|_| CoreRun::default()).collect(),
+            generation: 0,
+            done: 0,
+            warm_time: 0,
+            events: Vec::new(),
+            intervals: Vec::new(),
+            windows: Vec::new(),
+        })
+    }
+
+    /// Add a mechanism; it sees every event of the run.
+    pub fn add_mechanism(&mut self, mechanism: Box<dyn Mechanism>) {
+        self.per_access |= mechanism.wants_accesses();
+        self.mechanisms.push(mechanism);
     }
 
     /// The machine, for inspection.
@@ -55,57 +226,48 @@ impl Engine {
         &self.machine
     }
 
-    /// Simulate to the end of the workload or `run.max_accesses`, calling
-    /// `progress` about every million references; an error from the callback
-    /// (e.g. an interrupt) stops the run.
+    /// Simulate until every task has finished or `run.max_accesses`,
+    /// calling `progress` about every million references; an error from the
+    /// callback (e.g. an interrupt) stops the run.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress) -> Result<()>) -> Result<Results> {
         let started = Instant::now();
-        let run = self.config.config.run.clone();
-        let warmup = run.warmup_accesses;
-        let limit = run.max_accesses.map(|m| m.saturating_add(warmup));
-        let total = match (limit, self.workload.len_hint()) {
+        let warmup = self.config.config.run.warmup_accesses;
+        let limit = self.config.config.run.max_accesses.map(|m| m.saturating_add(warmup));
+        let hints: Option<u64> = self.tasks.iter().map(|t| t.workload.len_hint()).sum();
+        let total = match (limit, hints) {
             (Some(l), Some(h)) => Some(l.min(h)),
             (l, h) => l.or(h),
         };
-        let mut buf = vec![Access::default(); run.batch as usize];
-        let (core, task, asid) = (CoreId(0), TaskId(0), Asid(0));
-        let mut done = 0u64;
+        if self.measuring {
+            self.start_measuring(0);
+        }
+        self.place_tasks()?;
         let mut next_report = PROGRESS_EVERY;
-        let mut warm = warmup == 0;
-        loop {
-            let want = limit.map_or(buf.len() as u64, |l| (l - done).min(buf.len() as u64)) as usize;
-            if want == 0 {
-                break;
+        while self.unfinished > 0 && limit.is_none_or(|l| self.done < l) {
+            let c = self.lowest();
+            if self.next_tick.is_some_and(|t| self.cores[c].clock >= t) {
+                self.tick()?;
+            } else if self.needs_decision(c) {
+                self.decide(c)?;
+            } else if let Some(task) = self.running[c] {
+                self.step(c, task, limit)?;
+            } else {
+                self.wait(c)?;
             }
-            let n = self.workload.fill(&mut buf[..want])?;
-            if n == 0 {
-                break;
-            }
-            let mut batch = &buf[..n];
-            if !warm && done + n as u64 >= warmup {
-                // Split the batch at the end of warm-up.
-                let (before, after) = batch.split_at((warmup - done) as usize);
-                self.machine.access_batch(core, task, asid, before);
-                self.machine.reset_stats();
-                done += before.len() as u64;
-                batch = after;
-                warm = true;
-            }
-            self.machine.access_batch(core, task, asid, batch);
-            done += batch.len() as u64;
-            if done >= next_report {
-                next_report = done + PROGRESS_EVERY;
+            if self.done >= next_report {
+                next_report = self.done + PROGRESS_EVERY;
                 self.check_machine()?;
-                progress(Progress { done, total })?;
+                progress(Progress { done: self.done, total })?;
             }
         }
         self.check_machine()?;
-        progress(Progress { done, total: Some(done) })?;
-        if !warm {
-            // The workload ended inside the warm-up: nothing was measured.
-            self.machine.reset_stats();
+        progress(Progress { done: self.done, total: Some(self.done) })?;
+        if !self.measuring {
+            // Everything ended inside the warm-up: nothing was measured.
+            self.start_measuring(0);
         }
-        Ok(self.results(done.min(warmup), started.elapsed().as_secs_f64()))
+        self.close();
+        Ok(self.results(self.done.min(warmup), started.elapsed().as_secs_f64()))
     }
 
     fn check_machine(&self) -> Result<()> {
@@ -117,34 +279,560 @@ impl Engine {
         Ok(())
     }
 
-    fn results(&self, warmup_accesses: u64, wall_seconds: f64) -> Results {
-        let m = &self.machine;
-        let tasks: Vec<TaskResult> = m
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let cycles = m.cycles_of(TaskId(i as u32));
-                TaskResult {
-                    task: i as u32,
-                    name: format!("task{i}"),
-                    cycles,
-                    cpi: if s.instructions > 0 { cycles / s.instructions as f64 } else { 0.0 },
-                    stats: s.clone(),
+    /// Ask the scheduler something about the state at time `now`.
+    fn ask<T>(&mut self, now: u64, question: impl FnOnce(&mut dyn Scheduler, &SchedCtx) -> Result<T>) -> Result<T> {
+        let ctx =
+            SchedCtx { now, topology: self.topology, tasks: &self.views, queues: &self.queues, running: &self.running };
+        question(self.scheduler.as_mut(), &ctx)
+    }
+
+    fn policy(&self) -> &'static str {
+        self.config.scheduler.kind()
+    }
+
+    /// Put every task in the run queue the scheduler names; every core then
+    /// decides what to run.
+    fn place_tasks(&mut self) -> Result<()> {
+        for t in 0..self.tasks.len() {
+            let task = TaskId(t as u32);
+            let core = self.ask(0, |s, ctx| s.place(ctx, task))?;
+            self.check_core(task, core, "placed")?;
+            self.queues[core.0 as usize].push_back(task);
+            self.views[t].state = TaskState::Waiting(core);
+        }
+        self.cores.iter_mut().for_each(|c| c.pending = true);
+        Ok(())
+    }
+
+    /// A scheduler's choice of `core` for `task` must exist and be allowed.
+    fn check_core(&self, task: TaskId, core: CoreId, verb: &str) -> Result<()> {
+        if core.0 >= self.topology.cores() || !self.views[task.0 as usize].spec.allows(core) {
+            return Err(Error::Simulation(format!(
+                "scheduler '{}' {verb} task {task} on core {core}, which does not exist or is outside its affinity",
+                self.policy()
+            )));
+        }
+        Ok(())
+    }
+
+    fn needs_decision(&self, c: usize) -> bool {
+        let core = &self.cores[c];
+        core.pending || (self.running[c].is_none() && core.seen != Some(self.generation))
+    }
+
+    /// The core to advance: lowest clock, then busy before idle, then lowest id.
+    fn lowest(&self) -> usize {
+        (0..self.cores.len())
+            .min_by_key(|&c| {
+                let idle = self.running[c].is_none() && !self.needs_decision(c);
+                (self.cores[c].clock, idle, c)
+            })
+            .expect("a machine has cores")
+    }
+
+    fn sync_clock(&mut self, c: usize) {
+        let core = &mut self.cores[c];
+        core.clock = (core.instructions as f64 * self.base_cpi).round() as u64 + core.stall + core.other;
+    }
+
+    /// Charge `cycles` of overhead to core `c` and, if given, to a task.
+    fn charge(&mut self, c: usize, task: Option<TaskId>, cycles: u64) {
+        if cycles == 0 {
+            return;
+        }
+        self.cores[c].other += cycles;
+        self.sync_clock(c);
+        if self.measuring {
+            self.cores[c].totals.counts.overhead_cycles += cycles;
+            if let Some(t) = task {
+                self.tasks[t.0 as usize].counts.overhead_cycles += cycles;
+            }
+        }
+    }
+
+    /// Advance idle core `c` by `cycles`; only idling after the end of
+    /// warm-up is measured (a core may lag behind the one that ended it).
+    fn idle(&mut self, c: usize, cycles: u64) {
+        let core = &mut self.cores[c];
+        if self.measuring {
+            core.totals.idle_cycles += (core.clock + cycles).saturating_sub(core.clock.max(self.warm_time));
+        }
+        core.other += cycles;
+        self.sync_clock(c);
+    }
+
+    /// Record an event, hand it to the mechanisms, and charge what they cost
+    /// to its core and task.
+    fn emit(&mut self, time: u64, core: Option<usize>, task: Option<TaskId>, event: Event) -> Result<()> {
+        let record = EventRecord { time, core: core.map(|c| CoreId(c as u32)), task, event };
+        if self.measuring && self.config.config.stats.events {
+            self.events.push(record);
+        }
+        let asid = task.map(|t| self.views[t.0 as usize].spec.asid);
+        let mut extra = 0;
+        for m in &mut self.mechanisms {
+            extra += m.on_event(EventCtx { machine: &mut self.machine, record: &record, asid })?;
+        }
+        if let Some(c) = core {
+            self.charge(c, task, extra);
+        }
+        Ok(())
+    }
+
+    /// The scheduler's periodic tick: balancing moves.
+    fn tick(&mut self) -> Result<()> {
+        let time = self.next_tick.expect("a tick is due");
+        self.next_tick = self.scheduler.period().map(|p| time + p.max(1));
+        self.emit(time, None, None, Event::Tick)?;
+        let moves = self.ask(time, |s, ctx| s.balance(ctx))?;
+        for m in moves {
+            let t = m.task.0 as usize;
+            if t >= self.views.len() {
+                return Err(Error::Simulation(format!(
+                    "scheduler '{}' moved task {}, which does not exist",
+                    self.policy(),
+                    m.task
+                )));
+            }
+            self.check_core(m.task, m.to, "moved")?;
+            match self.views[t].state {
+                TaskState::Waiting(q) if q == m.to => {}
+                TaskState::Waiting(q) => {
+                    let queue = &mut self.queues[q.0 as usize];
+                    queue.retain(|&x| x != m.task);
+                    self.queues[m.to.0 as usize].push_back(m.task);
+                    self.views[t].state = TaskState::Waiting(m.to);
+                    self.tasks[t].moved_live = false;
+                    self.generation += 1;
                 }
+                TaskState::Running(q) if q == m.to => {}
+                TaskState::Running(q) => {
+                    let c = q.0 as usize;
+                    self.switch_out(c, m.task)?;
+                    self.cores[c].pending = true;
+                    self.move_task(m.task, m.to, Timing::Live)?;
+                }
+                TaskState::Finished => {
+                    let message = format!("scheduler '{}' moved task {}, which has finished", self.policy(), m.task);
+                    return Err(Error::Simulation(message));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Take a running task off core `c` (its slice is over, it moves, or it
+    /// ended), closing its stint there.
+    fn switch_out(&mut self, c: usize, task: TaskId) -> Result<()> {
+        self.running[c] = None;
+        let now = self.cores[c].clock;
+        let counts = Counts::of(&self.machine.tasks[task.0 as usize], 0);
+        if self.measuring {
+            let stint = counts.since(&self.cores[c].stint);
+            self.cores[c].totals.counts.add(&stint);
+        }
+        self.views[task.0 as usize].last_ran = now;
+        self.machine.switched_out(task);
+        self.tasks[task.0 as usize].left = Some((CoreId(c as u32), self.machine.resident(CoreId(c as u32), task)));
+        self.cores[c].until_cycles = None;
+        self.cores[c].until_instructions = None;
+        self.emit(now, Some(c), Some(task), Event::SwitchOut)
+    }
+
+    /// Queue `task` (already off any core) on `to`: at the front if live,
+    /// preempting what runs there, else at the back.
+    fn move_task(&mut self, task: TaskId, to: CoreId, timing: Timing) -> Result<()> {
+        let d = to.0 as usize;
+        self.views[task.0 as usize].state = TaskState::Waiting(to);
+        self.tasks[task.0 as usize].moved_live = timing == Timing::Live;
+        self.generation += 1;
+        match timing {
+            Timing::Delayed => self.queues[d].push_back(task),
+            Timing::Live => {
+                if let Some(other) = self.running[d] {
+                    self.switch_out(d, other)?;
+                    self.queues[d].push_front(other);
+                    self.views[other.0 as usize].state = TaskState::Waiting(to);
+                }
+                self.queues[d].push_front(task);
+                self.cores[d].pending = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Core `c` decides: retire or requeue its task, then pick the next.
+    fn decide(&mut self, c: usize) -> Result<()> {
+        self.cores[c].pending = false;
+        let core = CoreId(c as u32);
+        let now = self.cores[c].clock;
+        // A task whose slice ended and that stays in this core's queue: it
+        // is switched out only if something else is picked.
+        let mut requeued = None;
+        if let Some(t) = self.running[c] {
+            let ti = t.0 as usize;
+            if self.tasks[ti].ended {
+                self.switch_out(c, t)?;
+                self.views[ti].state = TaskState::Finished;
+                self.unfinished -= 1;
+                self.close_rows(t, c);
+                self.ask(now, |s, ctx| s.finished(ctx, t))?;
+            } else {
+                match self.ask(now, |s, ctx| s.expire(ctx, t, core))? {
+                    Expiry::Move { to, timing } if to != core => {
+                        self.check_core(t, to, "moved")?;
+                        self.switch_out(c, t)?;
+                        self.move_task(t, to, timing)?;
+                    }
+                    _ => {
+                        self.running[c] = None;
+                        self.queues[c].push_back(t);
+                        self.views[ti].state = TaskState::Waiting(core);
+                        requeued = Some(t);
+                    }
+                }
+            }
+        }
+        let picked = self.ask(now, |s, ctx| s.pick(ctx, core))?;
+        let Some(next) = picked else {
+            if let Some(t) = requeued {
+                // It waits in the queue now: idle cores may want it.
+                self.running[c] = Some(t);
+                self.switch_out(c, t)?;
+                self.generation += 1;
+            }
+            self.cores[c].seen = Some(self.generation);
+            return Ok(());
+        };
+        let ni = next.0 as usize;
+        let TaskState::Waiting(q) = self.views.get(ni).map_or(TaskState::Finished, |v| v.state) else {
+            let message =
+                format!("scheduler '{}' picked task {next} for core {core}, which is not waiting", self.policy());
+            return Err(Error::Simulation(message));
+        };
+        self.check_core(next, core, "picked")?;
+        self.queues[q.0 as usize].retain(|&x| x != next);
+        if requeued == Some(next) {
+            // The same task goes on: a new slice, no switch.
+            self.running[c] = Some(next);
+            self.views[ni].state = TaskState::Running(core);
+            return self.new_slice(c, next);
+        }
+        self.generation += 1;
+        if let Some(t) = requeued {
+            self.running[c] = Some(t);
+            self.switch_out(c, t)?;
+        }
+        self.switch_in(c, next)
+    }
+
+    /// Start `task` on core `c`: migration and switch events and costs, then a slice.
+    fn switch_in(&mut self, c: usize, task: TaskId) -> Result<()> {
+        let ti = task.0 as usize;
+        let core = CoreId(c as u32);
+        // A task cannot resume before it stopped elsewhere.
+        let ready = self.views[ti].last_ran;
+        if ready > self.cores[c].clock {
+            self.idle(c, ready - self.cores[c].clock);
+        }
+        let now = self.cores[c].clock;
+        self.running[c] = Some(task);
+        self.views[ti].state = TaskState::Running(core);
+        let counts = Counts::of(&self.machine.tasks[ti], 0);
+        self.cores[c].stint = counts;
+        let mut cost = self.config.config.run.switch_cycles;
+        if let (Some((left_core, left)), true) = (self.tasks[ti].left, self.measuring) {
+            if left_core == core {
+                self.tasks[ti].counts.residual.add(left, self.machine.resident(core, task));
+            }
+        }
+        if let Some(from) = self.views[ti].last_core.filter(|&f| f != core) {
+            self.machine.moved(task);
+            let locality = if self.topology.same_socket(from, core) { Locality::Local } else { Locality::Remote };
+            let timing = if self.tasks[ti].moved_live { Timing::Live } else { Timing::Delayed };
+            if self.measuring {
+                self.tasks[ti].counts.migrated(locality);
+                self.cores[c].totals.migrations_in += 1;
+                self.open_window(task, now, (from, core), locality, timing);
+            }
+            cost += self.config.config.run.migration_cycles;
+            self.emit(now, Some(c), Some(task), Event::Migrate { from, to: core, locality, timing })?;
+        }
+        self.tasks[ti].moved_live = false;
+        self.views[ti].last_core = Some(core);
+        if self.measuring {
+            self.tasks[ti].counts.switches += 1;
+            self.cores[c].totals.switches += 1;
+        }
+        self.emit(now, Some(c), Some(task), Event::SwitchIn)?;
+        self.charge(c, Some(task), cost);
+        self.new_slice(c, task)
+    }
+
+    /// Ask the scheduler for `task`'s next slice on core `c`.
+    fn new_slice(&mut self, c: usize, task: TaskId) -> Result<()> {
+        let slice = self.ask(self.cores[c].clock, |s, ctx| s.quantum(ctx, task, CoreId(c as u32)))?;
+        let view = &mut self.views[task.0 as usize];
+        view.slice_instructions = 0;
+        view.slice_cycles = 0;
+        // At least one cycle or instruction, so that every slice makes progress.
+        self.cores[c].until_cycles = slice.cycles.map(|n| self.cores[c].clock + n.max(1));
+        self.cores[c].until_instructions = slice.instructions.map(|n| view.instructions + n.max(1));
+        Ok(())
+    }
+
+    /// Idle core `c` found nothing to run: move its clock to the next moment
+    /// something can change (another core's clock or the next tick).
+    fn wait(&mut self, c: usize) -> Result<()> {
+        let busy = (0..self.cores.len())
+            .filter(|&d| d != c && (self.running[d].is_some() || self.needs_decision(d)))
+            .map(|d| self.cores[d].clock);
+        let Some(target) = busy.chain(self.next_tick).min() else {
+            let waiting: Vec<String> = self.queues.iter().flatten().map(|t| t.to_string()).collect();
+            return Err(Error::Simulation(format!(
+                "scheduler '{}' leaves every core idle while tasks wait: {}",
+                self.policy(),
+                waiting.join(", ")
+            )));
+        };
+        let now = self.cores[c].clock;
+        self.idle(c, target.saturating_sub(now).max(1));
+        Ok(())
+    }
+
+    /// Run one chunk of `task` on core `c`.
+    fn step(&mut self, c: usize, task: TaskId, limit: Option<u64>) -> Result<()> {
+        let ti = task.0 as usize;
+        if !self.refill(c, ti)? {
+            return Ok(());
+        }
+        let run = &mut self.tasks[ti];
+        let spec = &self.views[ti].spec;
+        let left = spec.max_accesses.map_or(u64::MAX, |m| m - run.accesses);
+        let mut most = ((run.len - run.pos) as u64).min(left);
+        if !self.measuring {
+            most = most.min(self.config.config.run.warmup_accesses - self.done);
+        }
+        if let Some(l) = limit {
+            most = most.min(l - self.done);
+        }
+        let view = &self.views[ti];
+        let core = &self.cores[c];
+        let instr_marks =
+            [core.until_instructions, run.interval.as_ref().map(|m| m.end), run.window.as_ref().map(|w| w.end)];
+        let instr_room = instr_marks.into_iter().flatten().min().map(|m| m.saturating_sub(view.instructions));
+        let cycle_room = [core.until_cycles, self.next_tick].into_iter().flatten().min().map(|m| m - core.clock);
+        let chunk = &run.buf[run.pos..run.pos + most as usize];
+        let (n, instructions) = cut(chunk, instr_room, cycle_room, self.base_cpi, self.max_stall);
+        let chunk = &chunk[..n];
+        let (id, asid) = (CoreId(c as u32), spec.asid);
+        let (stall, extra) = if self.per_access {
+            let (mut stall, mut extra) = (0u64, 0u64);
+            for a in chunk {
+                let cycles = self.machine.access(id, task, asid, a);
+                stall += cycles as u64;
+                for m in &mut self.mechanisms {
+                    let ctx =
+                        AccessCtx { machine: &mut self.machine, core: id, task, asid, access: a, stall_cycles: cycles };
+                    extra += m.on_access(ctx) as u64;
+                }
+            }
+            (stall, extra)
+        } else {
+            (self.machine.access_batch(id, task, asid, chunk), 0)
+        };
+        run.pos += n;
+        run.accesses += n as u64;
+        self.done += n as u64;
+        let before = self.cores[c].clock;
+        self.cores[c].instructions += instructions;
+        self.cores[c].stall += stall;
+        self.sync_clock(c);
+        self.charge(c, Some(task), extra);
+        let ran = self.cores[c].clock - before;
+        let view = &mut self.views[ti];
+        view.instructions += instructions;
+        view.cycles += ran;
+        view.slice_instructions += instructions;
+        view.slice_cycles += ran;
+        let reached = |mark: Option<u64>, value: u64| mark.is_some_and(|m| value >= m);
+        let (now, done_instr) = (self.cores[c].clock, view.instructions);
+        if !self.measuring && self.done == self.config.config.run.warmup_accesses {
+            self.start_measuring(now);
+        }
+        if reached(self.tasks[ti].interval.as_ref().map(|m| m.end), done_instr) {
+            self.close_interval(task, c, true);
+        }
+        if reached(self.tasks[ti].window.as_ref().map(|w| w.end), done_instr) {
+            self.close_window(task, true);
+        }
+        let core = &mut self.cores[c];
+        if reached(core.until_instructions, done_instr) || reached(core.until_cycles, now) {
+            core.pending = true;
+        }
+        // Look ahead, so that a task whose stream ends with its slice
+        // finishes now instead of being switched in again for nothing.
+        self.refill(c, ti)?;
+        Ok(())
+    }
+
+    /// Make sure task `ti` (on core `c`) has accesses buffered; if its
+    /// stream ended or it reached its limit, mark it ended and return false.
+    fn refill(&mut self, c: usize, ti: usize) -> Result<bool> {
+        let run = &mut self.tasks[ti];
+        let limited = self.views[ti].spec.max_accesses.is_some_and(|m| run.accesses >= m);
+        if !limited && run.pos == run.len {
+            run.len = run.workload.fill(&mut run.buf)?;
+            run.pos = 0;
+        }
+        if limited || run.len == 0 {
+            run.ended = true;
+            self.cores[c].pending = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The end of warm-up, at time `now`: forget every counter; intervals start now.
+    fn start_measuring(&mut self, now: u64) {
+        self.measuring = true;
+        self.warm_time = now;
+        self.machine.reset_stats();
+        for (t, run) in self.tasks.iter_mut().enumerate() {
+            let spec = &self.views[t].spec;
+            run.counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };
+            run.window = None;
+            run.interval = self.config.interval.map(|every| Mark {
+                index: 0,
+                start: self.views[t].last_ran,
+                counts: Counts::default(),
+                end: self.views[t].instructions + every,
+            });
+        }
+        for (c, core) in self.cores.iter_mut().enumerate() {
+            core.totals = CoreTotals::default();
+            core.stint = Counts::default();
+            if let Some(t) = self.running[c] {
+                if let Some(m) = &mut self.tasks[t.0 as usize].interval {
+                    m.start = core.clock;
+                }
+            }
+        }
+    }
+
+    fn open_window(
+        &mut self,
+        task: TaskId,
+        now: u64,
+        (from, to): (CoreId, CoreId),
+        locality: Locality,
+        timing: Timing,
+    ) {
+        let Some(size) = self.config.window else { return };
+        self.close_window(task, false);
+        let ti = task.0 as usize;
+        let row = WindowRow {
+            task: task.0,
+            start: now,
+            from: from.0,
+            to: to.0,
+            locality,
+            timing,
+            complete: false,
+            cycles: 0.0,
+            cpi: 0.0,
+            counts: Counts::default(),
+        };
+        let counts = Counts::of(&self.machine.tasks[ti], self.tasks[ti].counts.overhead_cycles);
+        self.tasks[ti].window = Some(Window { row, counts, end: self.views[ti].instructions + size });
+    }
+
+    fn close_window(&mut self, task: TaskId, complete: bool) {
+        let ti = task.0 as usize;
+        let Some(w) = self.tasks[ti].window.take() else { return };
+        let counts = Counts::of(&self.machine.tasks[ti], self.tasks[ti].counts.overhead_cycles).since(&w.counts);
+        let cycles = counts.cycles(self.base_cpi);
+        let cpi = if counts.instructions > 0 { cycles / counts.instructions as f64 } else { 0.0 };
+        self.windows.push(WindowRow { complete, cycles, cpi, counts, ..w.row });
+    }
+
+    /// Record `task`'s current interval (it ran on core `c`); open the next if `more`.
+    fn close_interval(&mut self, task: TaskId, c: usize, more: bool) {
+        let ti = task.0 as usize;
+        let Some(mark) = self.tasks[ti].interval.take() else { return };
+        let now = self.cores[c].clock;
+        let counts = Counts::of(&self.machine.tasks[ti], self.tasks[ti].counts.overhead_cycles);
+        let stretch = counts.since(&mark.counts);
+        if stretch.accesses > 0 {
+            self.intervals.push(IntervalRow::new(
+                task.0,
+                mark.index,
+                (mark.start, now),
+                c as u32,
+                stretch,
+                self.base_cpi,
+            ));
+        }
+        if more {
+            let end = mark.end + self.config.interval.expect("an interval was open");
+            self.tasks[ti].interval = Some(Mark { index: mark.index + 1, start: now, counts, end });
+        }
+    }
+
+    /// A task finished on core `c`: its last interval and window end.
+    fn close_rows(&mut self, task: TaskId, c: usize) {
+        self.close_interval(task, c, false);
+        self.close_window(task, false);
+    }
+
+    /// The run ends: close the stints of running tasks and every open row.
+    fn close(&mut self) {
+        for c in 0..self.cores.len() {
+            if let Some(t) = self.running[c] {
+                let stint = Counts::of(&self.machine.tasks[t.0 as usize], 0).since(&self.cores[c].stint);
+                self.cores[c].totals.counts.add(&stint);
+                self.close_rows(t, c);
+            }
+        }
+        for t in 0..self.tasks.len() {
+            let task = TaskId(t as u32);
+            let core = self.views[t].last_core.map_or(0, |c| c.0 as usize);
+            self.close_rows(task, core);
+        }
+    }
+
+    fn results(&mut self, warmup_accesses: u64, wall_seconds: f64) -> Results {
+        let m = &self.machine;
+        let tasks: Vec<TaskResult> = (0..self.tasks.len())
+            .map(|i| {
+                let name = self.views[i].spec.name.clone();
+                TaskResult::new(i as u32, name, &m.tasks[i], self.tasks[i].counts, self.base_cpi)
+            })
+            .collect();
+        let cores: Vec<CoreResult> = (0..self.cores.len())
+            .map(|c| {
+                let core = CoreId(c as u32);
+                CoreResult::new(c as u32, self.topology.socket_of(core), self.cores[c].totals, self.base_cpi)
             })
             .collect();
         let accesses: u64 = tasks.iter().map(|t| t.stats.accesses).sum();
         let instructions: u64 = tasks.iter().map(|t| t.stats.instructions).sum();
-        let cycles = tasks.iter().map(|t| t.cycles).fold(0.0, f64::max).round() as u64;
+        let cycles = cores.iter().map(|c| c.cycles).max().unwrap_or(0);
+        // Rows are recorded as the cores' chunks come, which depends on
+        // the batch size; their order in the results must not.
+        self.intervals.sort_by_key(|r| (r.task, r.index));
+        self.windows.sort_by_key(|r| (r.task, r.start));
         Results {
             version: env!("CARGO_PKG_VERSION"),
             config: self.config.to_json(),
             summary: Summary {
+                tasks: tasks.len() as u64,
                 accesses,
                 instructions,
                 cycles,
                 cpi: if instructions > 0 { cycles as f64 / instructions as f64 } else { 0.0 },
+                switches: tasks.iter().map(|t| t.switches).sum(),
+                migrations: tasks.iter().map(|t| t.migrations_local + t.migrations_remote).sum(),
                 warmup_accesses,
                 wall_seconds,
                 accesses_per_second: if wall_seconds > 0.0 {
@@ -154,6 +842,10 @@ impl Engine {
                 },
             },
             tasks,
+            cores,
+            intervals: std::mem::take(&mut self.intervals),
+            windows: std::mem::take(&mut self.windows),
+            events: std::mem::take(&mut self.events),
             caches: m
                 .caches()
                 .iter()
@@ -164,6 +856,52 @@ impl Engine {
             memory: m.node_stats(),
         }
     }
+}
+
+/// How many of `accesses` (a prefix) to run, and their instructions: stop
+/// after the access that brings the instructions to `instr_room`, and, for a
+/// deadline `cycle_room` cycles away, after the first access at which the
+/// deadline *might* be reached, bounding each access's cost by its
+/// instructions at `base_cpi` plus `max_stall` (plus one cycle of rounding).
+/// So a chunk never runs past a deadline by more than its last access, and
+/// near a cycle deadline chunks shrink to one access.
+fn cut(
+    accesses: &[Access],
+    instr_room: Option<u64>,
+    cycle_room: Option<u64>,
+    base_cpi: f64,
+    max_stall: u64,
+) -> (usize, u64) {
+    let mut instructions = 0u64;
+    let mut bound = 1.0;
+    for (i, a) in accesses.iter().enumerate() {
+        instructions += a.instrs as u64;
+        bound += a.instrs as f64 * base_cpi + max_stall as f64;
+        if instr_room.is_some_and(|r| instructions >= r) || cycle_room.is_some_and(|r| bound >= r as f64) {
+            return (i + 1, instructions);
+        }
+    }
+    (accesses.len(), instructions)
+}
+
+/// More stall cycles than one reference can cost in the timing model: a
+/// translation through every TLB level and a radix walk whose four entry
+/// reads and the data read each come from the slowest level, doubled for
+/// safety. Only the speed of runs with cycle deadlines depends on it.
+fn max_stall(m: &MachineParams) -> u64 {
+    let levels = [m.l1i.as_ref(), Some(&m.l1d), m.l2.as_ref(), m.llc.as_ref()];
+    let slowest = levels
+        .into_iter()
+        .flatten()
+        .map(|c| c.latency_cycles as u64)
+        .chain([m.memory.latency_cycles as u64, m.memory.remote_latency_cycles.unwrap_or(0) as u64])
+        .max()
+        .unwrap_or(0);
+    let translation = m.tlb.as_ref().map_or(0, |t| {
+        let tlbs = [Some(&t.l1d), t.l1i.as_ref(), t.l2.as_ref()].into_iter().flatten();
+        tlbs.map(|l| l.latency_cycles as u64).sum::<u64>() + t.walk_latency_cycles as u64 + 4 * slowest
+    });
+    2 * (translation + slowest)
 }
 
 /// Parse, build and run a configuration given as JSON text, without progress.

@@ -7,7 +7,9 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod mech;
 pub mod mem;
+pub mod sched;
 pub mod stats;
 pub mod trace;
 pub mod types;

@@ -11,10 +11,12 @@ use std::path::PathBuf;
 use cachesched_core::config::{self, presets as shipped};
 use cachesched_core::engine::{Engine, Progress};
 use cachesched_core::error::Error;
+use cachesched_core::sched::{Scheduler, SchedulerConfig};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 mod errors;
+mod sched;
 mod trace;
 
 use errors::{internal_error, to_py_err};
@@ -61,25 +63,40 @@ impl<'a> Reporter<'a> {
 }
 
 /// Simulate a configuration (JSON text); returns the results as JSON text.
-/// `progress(done, total)` is called about every million references.
+/// `progress(done, total)` is called about every million references;
+/// `scheduler` is the object of a `kind = "python"` scheduler.
 #[pyfunction]
-#[pyo3(signature = (config_json, base_dir=None, progress=None))]
+#[pyo3(signature = (config_json, base_dir=None, progress=None, scheduler=None))]
 fn simulate(
     py: Python<'_>,
     config_json: &str,
     base_dir: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
+    scheduler: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     guarded(py, || {
         let config = config::from_json_str(config_json).map_err(|e| to_py_err(py, e))?;
-        let mut engine = Engine::new(config, base_dir).map_err(|e| to_py_err(py, e))?;
+        let failed = sched::Failure::default();
+        let policy: Option<Box<dyn Scheduler>> = match (scheduler, &config.scheduler) {
+            (Some(object), SchedulerConfig::Python(params)) => {
+                let wrapped = sched::PyScheduler::new(object, params, &config.sched_build(), failed.clone());
+                Some(Box::new(wrapped.map_err(|e| to_py_err(py, e))?))
+            }
+            (Some(_), other) => {
+                let message = format!("a scheduler object needs scheduler.kind = 'python', not '{}'", other.kind());
+                return Err(to_py_err(py, Error::config("scheduler.kind", "invalid_value", message)));
+            }
+            (None, _) => None,
+        };
+        let mut engine = Engine::with_scheduler(config, base_dir, policy).map_err(|e| to_py_err(py, e))?;
         let mut reporter = Reporter::new(progress.as_ref());
         let outcome = py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| engine.run(&mut |p: Progress| reporter.report(p.done, p.total))))
         });
+        let raised = failed.lock().expect("not poisoned").take();
         match outcome {
             Ok(Ok(results)) => Ok(serde_json::to_string(&results).expect("results serialise to JSON")),
-            Ok(Err(e)) => Err(reporter.finish(py, e)),
+            Ok(Err(e)) => Err(raised.unwrap_or_else(|| reporter.finish(py, e))),
             Err(panic) => Err(internal_error(py, panic)),
         }
     })

@@ -12,18 +12,21 @@
 pub mod optional;
 pub mod plugin;
 pub mod presets;
+pub mod tasks;
 pub mod units;
 
 pub use optional::optional;
 pub use plugin::{parse_at, PluginConfig};
-pub use units::ByteSize;
+pub use units::{Budget, ByteSize, Span};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Issues, Result};
 use crate::mem::machine::MachineParams;
+use crate::sched::{SchedBuild, SchedulerConfig, Topology};
 use crate::trace::WorkloadConfig;
+use tasks::{TaskParams, TaskSpec};
 
 /// How long to run and what to measure (`run`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,11 +41,43 @@ pub struct RunParams {
     /// Produce the workload's accesses on a second thread, overlapping
     /// trace decoding or generation with the simulation (same results).
     pub prefetch: bool,
+    /// Cycles a core spends on each context switch (direct cost).
+    pub switch_cycles: u64,
+    /// Cycles added to a switch that migrates the task to another core.
+    pub migration_cycles: u64,
 }
 
 impl Default for RunParams {
     fn default() -> Self {
-        RunParams { max_accesses: None, warmup_accesses: 0, batch: 4096, prefetch: true }
+        RunParams {
+            max_accesses: None,
+            warmup_accesses: 0,
+            batch: 4096,
+            prefetch: true,
+            switch_cycles: 0,
+            migration_cycles: 0,
+        }
+    }
+}
+
+/// What to record beyond the totals (`stats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatsParams {
+    /// Record a row per task every this many of its instructions (`"1M instr"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Span>,
+    /// Record the first this many instructions of a task after each of its
+    /// migrations (the post-migration window, `"2M instr"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Span>,
+    /// Keep the event log (switches, migrations, ticks).
+    pub events: bool,
+}
+
+impl Default for StatsParams {
+    fn default() -> Self {
+        StatsParams { interval: None, window: None, events: true }
     }
 }
 
@@ -56,33 +91,73 @@ pub struct SimConfig {
     pub seed: u64,
     /// The machine.
     pub machine: MachineParams,
-    /// What the task runs: `{ kind = "zipf", params = { ... } }`.
+    /// What a single task runs: `{ kind = "zipf", params = { ... } }`
+    /// (instead of `tasks`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<PluginConfig>,
+    /// The tasks (instead of `workload`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Vec<TaskParams>>,
+    /// The scheduling policy; default `round-robin`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<PluginConfig>,
     /// Length and measurement.
     pub run: RunParams,
+    /// Time series, windows and the event log.
+    pub stats: StatsParams,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { name: None, seed: 1, machine: MachineParams::default(), workload: None, run: RunParams::default() }
+        SimConfig {
+            name: None,
+            seed: 1,
+            machine: MachineParams::default(),
+            workload: None,
+            tasks: None,
+            scheduler: None,
+            run: RunParams::default(),
+            stats: StatsParams::default(),
+        }
     }
 }
 
 /// A parsed and validated configuration, with its plug-ins typed.
 #[derive(Debug, Clone)]
 pub struct ValidConfig {
-    /// The configuration, presets applied.
+    /// The configuration, presets applied, workload defaults filled in.
     pub config: SimConfig,
-    /// The task's workload, typed.
-    pub workload: WorkloadConfig,
+    /// Every task, expanded.
+    pub tasks: Vec<TaskSpec>,
+    /// The scheduling policy, typed.
+    pub scheduler: SchedulerConfig,
+    /// `stats.interval` in instructions.
+    pub interval: Option<u64>,
+    /// `stats.window` in instructions.
+    pub window: Option<u64>,
 }
 
 impl ValidConfig {
     /// The resolved configuration as JSON, every default filled in.
     pub fn to_json(&self) -> Value {
         let mut config = self.config.clone();
-        config.workload = Some(self.workload.to_raw());
+        config.scheduler = Some(self.scheduler.to_raw());
         serde_json::to_value(&config).expect("config serialises to JSON")
+    }
+
+    /// The machine's shape.
+    pub fn topology(&self) -> Topology {
+        Topology { sockets: self.config.machine.sockets, cores_per_socket: self.config.machine.cores_per_socket }
+    }
+
+    /// What the scheduler is built from.
+    pub fn sched_build(&self) -> SchedBuild<'_> {
+        SchedBuild {
+            topology: self.topology(),
+            frequency_ghz: self.config.machine.frequency_ghz,
+            tasks: &self.tasks,
+            loc: "scheduler.params".into(),
+        }
     }
 }
 
@@ -109,16 +184,54 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     let mut config: SimConfig = parse_at(&value, "")?;
     let mut issues = Issues::default();
     config.machine.validate("machine", &mut issues);
-    let workload = match &config.workload {
-        Some(raw) => issues.absorb(WorkloadConfig::parse(raw, "workload")),
-        None => {
-            issues.push("workload", "missing_field", "missing the workload: add a [workload] table with a kind");
-            None
+    let cores = config.machine.cores();
+    let tasks = match (&mut config.workload, &mut config.tasks) {
+        (Some(_), Some(_)) => {
+            issues.push("tasks", "invalid_value", "give either a [workload] (one task) or [[tasks]], not both");
+            Vec::new()
+        }
+        (Some(raw), None) => match issues.absorb(WorkloadConfig::parse(raw, "workload")) {
+            Some(w) => {
+                *raw = w.to_raw();
+                vec![tasks::single(w)]
+            }
+            None => Vec::new(),
+        },
+        (None, Some(entries)) => tasks::expand(entries, "tasks", cores, &mut issues),
+        (None, None) => {
+            let message = "missing the workload: add a [workload] table with a kind, or [[tasks]]";
+            issues.push("workload", "missing_field", message);
+            Vec::new()
         }
     };
     issues.check(config.run.batch >= 1, "run.batch", "out_of_range", "expected at least 1");
+    let frequency = config.machine.frequency_ghz;
+    let interval = instructions(config.stats.interval, "stats.interval", frequency, &mut issues);
+    let window = instructions(config.stats.window, "stats.window", frequency, &mut issues);
+    let raw_scheduler = config.scheduler.clone().unwrap_or_else(|| PluginConfig::named("round-robin"));
+    let scheduler = issues.absorb(SchedulerConfig::parse(&raw_scheduler, "scheduler"));
     issues.finish()?;
-    Ok(ValidConfig { config, workload: workload.expect("validated") })
+    let valid = ValidConfig { config, tasks, scheduler: scheduler.expect("validated"), interval, window };
+    // The scheduler's params are checked against the machine and the tasks
+    // now, by building it once (cheap: no workload is built).
+    let checked = match &valid.scheduler {
+        SchedulerConfig::Python(p) => p.resolve(&valid.sched_build()).map(drop),
+        other => other.build(&valid.sched_build()).map(drop),
+    };
+    checked?;
+    Ok(valid)
+}
+
+/// A span of `key` that must count instructions, above zero.
+fn instructions(span: Option<Span>, key: &str, frequency_ghz: f64, issues: &mut Issues) -> Option<u64> {
+    let span = span?;
+    match span.resolve(frequency_ghz) {
+        Budget::Instructions(n) if n > 0 => Some(n),
+        _ => {
+            issues.push(key, "invalid_value", format!("expected instructions above 0, e.g. \"1M instr\", got {span}"));
+            None
+        }
+    }
 }
 
 /// Replace `machine` by the preset it names (default `standard`) with the

@@ -1,8 +1,8 @@
-//! Quantities with units in configs: `size_bytes = "32KiB"`.
+//! Quantities with units in configs: `size_bytes = "32KiB"`, `quantum = "2.5ms"`.
 //!
-//! Users think in KiB and MiB; the core works in bytes. These types accept
-//! either a bare number or a string with a unit, and serialise back to the
-//! plain number.
+//! Users think in KiB and milliseconds; the core works in bytes, cycles and
+//! instructions. These types accept either a bare number or a string with a
+//! unit; sizes serialise back to the plain number, spans to their text.
 
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -82,9 +82,188 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
+/// A span of simulated time or work: cycles (`4000000`, `"4M cycles"`), a
+/// time converted with the machine's frequency (`"2.5ms"`, `"100us"`,
+/// `"20ns"`, `"1s"`), or retired instructions (`"1M instr"`,
+/// `"500K instructions"`). Numbers may carry a `K`, `M` or `G` multiplier
+/// (powers of ten) before `cycles` or `instr`. Zero is allowed here; each
+/// user says whether it accepts it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    value: f64,
+    unit: SpanUnit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpanUnit {
+    Cycles,
+    Instructions,
+    Seconds,
+    Millis,
+    Micros,
+    Nanos,
+}
+
+/// A span resolved against the clock: what a quantum or period counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Budget {
+    /// Core cycles.
+    Cycles(u64),
+    /// Retired instructions.
+    Instructions(u64),
+}
+
+impl Budget {
+    /// The amount, whatever it counts.
+    pub fn amount(self) -> u64 {
+        match self {
+            Budget::Cycles(n) | Budget::Instructions(n) => n,
+        }
+    }
+}
+
+impl Span {
+    /// A span of `n` cycles.
+    pub fn cycles(n: u64) -> Span {
+        Span { value: n as f64, unit: SpanUnit::Cycles }
+    }
+
+    /// A span of `n` instructions.
+    pub fn instructions(n: u64) -> Span {
+        Span { value: n as f64, unit: SpanUnit::Instructions }
+    }
+
+    /// A span of `ms` milliseconds.
+    pub fn millis(ms: f64) -> Span {
+        Span { value: ms, unit: SpanUnit::Millis }
+    }
+
+    /// Parse the text forms listed on [`Span`].
+    pub fn parse(text: &str) -> Result<Span, String> {
+        let t = text.trim();
+        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
+        let value: f64 = t[..split]
+            .replace('_', "")
+            .parse()
+            .map_err(|_| format!("cannot read '{text}' as a time span (e.g. \"2.5ms\", 10000 cycles, \"1M instr\")"))?;
+        let mut unit = t[split..].trim();
+        let mut scale = 1.0;
+        for (prefix, s) in [("K", 1e3), ("M", 1e6), ("G", 1e9)] {
+            if let Some(rest) = unit.strip_prefix(prefix).map(str::trim_start) {
+                if rest.starts_with("cycle") || rest.starts_with("instr") {
+                    (unit, scale) = (rest, s);
+                }
+            }
+        }
+        let unit = match unit {
+            "" | "cycle" | "cycles" => SpanUnit::Cycles,
+            "instr" | "instrs" | "instruction" | "instructions" => SpanUnit::Instructions,
+            "s" => SpanUnit::Seconds,
+            "ms" => SpanUnit::Millis,
+            "us" | "µs" => SpanUnit::Micros,
+            "ns" => SpanUnit::Nanos,
+            other => {
+                return Err(format!("unknown time unit '{other}' in '{text}' (use s, ms, us, ns, cycles or instr)"))
+            }
+        };
+        let value = value * scale;
+        if !value.is_finite() {
+            return Err(format!("'{text}' is not a finite time span"));
+        }
+        Ok(Span { value, unit })
+    }
+
+    /// Cycles or instructions, converting times at `frequency_ghz`
+    /// (rounded to the nearest cycle).
+    pub fn resolve(self, frequency_ghz: f64) -> Budget {
+        let seconds = match self.unit {
+            SpanUnit::Cycles => return Budget::Cycles(self.value.round() as u64),
+            SpanUnit::Instructions => return Budget::Instructions(self.value.round() as u64),
+            SpanUnit::Seconds => 1.0,
+            SpanUnit::Millis => 1e-3,
+            SpanUnit::Micros => 1e-6,
+            SpanUnit::Nanos => 1e-9,
+        };
+        Budget::Cycles((self.value * seconds * frequency_ghz * 1e9).round() as u64)
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self.unit {
+            SpanUnit::Cycles => " cycles",
+            SpanUnit::Instructions => " instr",
+            SpanUnit::Seconds => "s",
+            SpanUnit::Millis => "ms",
+            SpanUnit::Micros => "us",
+            SpanUnit::Nanos => "ns",
+        };
+        write!(f, "{}{unit}", self.value)
+    }
+}
+
+impl Serialize for Span {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.unit {
+            SpanUnit::Cycles if self.value.fract() == 0.0 => s.serialize_u64(self.value as u64),
+            _ => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = Span;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a time span: cycles, or a string such as \"2.5ms\" or \"1M instr\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Span, E> {
+                Ok(Span::cycles(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Span, E> {
+                u64::try_from(v)
+                    .map(Span::cycles)
+                    .map_err(|_| E::custom(format!("a time span cannot be negative, got {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Span, E> {
+                Span::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_parse_and_resolve() {
+        let at = |t: &str| Span::parse(t).unwrap().resolve(4.0);
+        assert_eq!(at("2.5ms"), Budget::Cycles(10_000_000), "the ETS quantum: 2.5 ms at 4 GHz");
+        assert_eq!(at("100us"), Budget::Cycles(400_000));
+        assert_eq!(at("20 ns"), Budget::Cycles(80));
+        assert_eq!(at("1s"), Budget::Cycles(4_000_000_000));
+        assert_eq!(at("5000"), Budget::Cycles(5000));
+        assert_eq!(at("4M cycles"), Budget::Cycles(4_000_000));
+        assert_eq!(at("1M instr"), Budget::Instructions(1_000_000));
+        assert_eq!(at("500K instructions"), Budget::Instructions(500_000));
+        assert_eq!(at("2_000 instr"), Budget::Instructions(2000));
+        assert!(Span::parse("3 fortnights").unwrap_err().contains("unknown time unit"));
+        assert!(Span::parse("ms").is_err());
+    }
+
+    #[test]
+    fn spans_round_trip_through_their_text() {
+        for text in ["2.5ms", "100us", "1000000 instr", "7 cycles", "3s"] {
+            let span = Span::parse(text).unwrap();
+            assert_eq!(Span::parse(&span.to_string()).unwrap(), span, "{text}");
+        }
+        assert_eq!(serde_json::to_value(Span::cycles(42)).unwrap(), serde_json::json!(42));
+        assert_eq!(serde_json::to_value(Span::parse("1M instr").unwrap()).unwrap(), serde_json::json!("1000000 instr"));
+    }
 
     #[test]
     fn sizes_parse_with_and_without_units() {

@@ -1,14 +1,19 @@
-//! Counters per task, and the serialisable results of a run.
+//! Counters per task and per core, time series, and the serialisable
+//! results of a run.
 //!
 //! Per-cache counters live in each [`Cache`](crate::mem::cache::Cache) and
 //! [`Tlb`](crate::mem::tlb::Tlb); this module holds what is attributed to a
-//! task (its own hits and misses at each level, its instructions and cycles)
-//! and the [`Results`] document that leaves the core as JSON.
+//! task (its own hits and misses at each level, its instructions and cycles),
+//! the [`Counts`] of a stretch of its execution (a stint on a core, an
+//! interval, a post-migration window), and the [`Results`] document that
+//! leaves the core as JSON.
 
 pub mod attribution;
 
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
+use crate::mech::{EventRecord, Locality, Timing};
 use crate::mem::cache::CacheStats;
 use crate::mem::tlb::TlbStats;
 use crate::stats::attribution::Induced;
@@ -112,6 +117,119 @@ pub struct TaskStats {
     pub tlb: TlbCounters,
 }
 
+/// A count per cache level (demand misses, resident lines), indexed by
+/// [`Level`]; serialised as a table `{l1i, l1d, l2, llc}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PerLevel(pub [u64; Level::COUNT]);
+
+impl Serialize for PerLevel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(Level::COUNT))?;
+        for (level, n) in [Level::L1i, Level::L1d, Level::L2, Level::Llc].iter().zip(self.0) {
+            m.serialize_entry(level.name(), &n)?;
+        }
+        m.end()
+    }
+}
+
+/// What a stretch of one task's execution did: the difference of two
+/// snapshots of its counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// References.
+    pub accesses: u64,
+    /// Instructions.
+    pub instructions: u64,
+    /// Memory stall cycles.
+    pub stall_cycles: u64,
+    /// Scheduling overhead cycles (switch and migration costs, mechanisms).
+    pub overhead_cycles: u64,
+    /// Demand misses per level.
+    pub misses: PerLevel,
+    /// L1 TLB misses.
+    pub tlb_misses: u64,
+    /// Page walks.
+    pub walks: u64,
+}
+
+impl Counts {
+    /// A snapshot of a task's counters, with its overhead cycles.
+    pub fn of(stats: &TaskStats, overhead_cycles: u64) -> Counts {
+        Counts {
+            accesses: stats.accesses,
+            instructions: stats.instructions,
+            stall_cycles: stats.stall_cycles,
+            overhead_cycles,
+            misses: PerLevel(std::array::from_fn(|l| stats.levels[l].total_misses())),
+            tlb_misses: stats.tlb.l1_misses,
+            walks: stats.tlb.walks,
+        }
+    }
+
+    /// What happened between snapshot `start` and this one.
+    pub fn since(&self, start: &Counts) -> Counts {
+        Counts {
+            accesses: self.accesses - start.accesses,
+            instructions: self.instructions - start.instructions,
+            stall_cycles: self.stall_cycles - start.stall_cycles,
+            overhead_cycles: self.overhead_cycles - start.overhead_cycles,
+            misses: PerLevel(std::array::from_fn(|l| self.misses.0[l] - start.misses.0[l])),
+            tlb_misses: self.tlb_misses - start.tlb_misses,
+            walks: self.walks - start.walks,
+        }
+    }
+
+    /// Add another stretch.
+    pub fn add(&mut self, other: &Counts) {
+        self.accesses += other.accesses;
+        self.instructions += other.instructions;
+        self.stall_cycles += other.stall_cycles;
+        self.overhead_cycles += other.overhead_cycles;
+        for l in 0..Level::COUNT {
+            self.misses.0[l] += other.misses.0[l];
+        }
+        self.tlb_misses += other.tlb_misses;
+        self.walks += other.walks;
+    }
+
+    /// Cycles of the stretch: instructions at `base_cpi`, stalls, overhead.
+    pub fn cycles(&self, base_cpi: f64) -> f64 {
+        self.instructions as f64 * base_cpi + (self.stall_cycles + self.overhead_cycles) as f64
+    }
+
+    /// Misses per thousand instructions.
+    pub fn mpki(&self) -> Mpki {
+        let per_kilo = |n: u64| if self.instructions > 0 { n as f64 * 1000.0 / self.instructions as f64 } else { 0.0 };
+        let [l1i, l1d, l2, llc] = self.misses.0.map(per_kilo);
+        Mpki { l1i, l1d, l2, llc, tlb: per_kilo(self.tlb_misses), walks: per_kilo(self.walks) }
+    }
+}
+
+/// Misses per thousand instructions, per level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Mpki {
+    /// L1 instruction cache.
+    pub l1i: f64,
+    /// L1 data cache.
+    pub l1d: f64,
+    /// L2.
+    pub l2: f64,
+    /// LLC.
+    pub llc: f64,
+    /// L1 TLBs.
+    pub tlb: f64,
+    /// Page walks.
+    pub walks: f64,
+}
+
+fn ratio(a: f64, b: u64) -> f64 {
+    if b > 0 {
+        a / b as f64
+    } else {
+        0.0
+    }
+}
+
 /// One task's row in the results.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskResult {
@@ -119,13 +237,216 @@ pub struct TaskResult {
     pub task: u32,
     /// Task name.
     pub name: String,
-    /// Cycles spent: `instructions * base_cpi + stall_cycles`.
+    /// Address space.
+    pub asid: u32,
+    /// Virtual machine, if any.
+    pub vm: Option<u32>,
+    /// Cycles spent: `instructions * base_cpi + stall_cycles + overhead_cycles`.
     pub cycles: f64,
     /// Cycles per instruction.
     pub cpi: f64,
+    /// Cycles of switch and migration costs (and mechanisms) charged to it.
+    pub overhead_cycles: u64,
+    /// Times it was switched in.
+    pub switches: u64,
+    /// Migrations within a socket.
+    pub migrations_local: u64,
+    /// Migrations across sockets.
+    pub migrations_remote: u64,
+    /// Misses per thousand instructions.
+    pub mpki: Mpki,
+    /// Lines it found again on returning to a core.
+    pub residual: Residual,
     /// The counters.
     #[serde(flatten)]
     pub stats: TaskStats,
+}
+
+impl TaskResult {
+    /// The row of a task from its counters.
+    pub fn new(task: u32, name: String, stats: &TaskStats, sched: TaskSchedCounts, base_cpi: f64) -> TaskResult {
+        let counts = Counts::of(stats, sched.overhead_cycles);
+        let cycles = counts.cycles(base_cpi);
+        TaskResult {
+            task,
+            name,
+            asid: sched.asid,
+            vm: sched.vm,
+            cycles,
+            cpi: ratio(cycles, stats.instructions),
+            overhead_cycles: sched.overhead_cycles,
+            switches: sched.switches,
+            migrations_local: sched.migrations[0],
+            migrations_remote: sched.migrations[1],
+            mpki: counts.mpki(),
+            residual: sched.residual,
+            stats: stats.clone(),
+        }
+    }
+}
+
+/// What the scheduler did to one task.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskSchedCounts {
+    /// Address space.
+    pub asid: u32,
+    /// Virtual machine.
+    pub vm: Option<u32>,
+    /// Overhead cycles.
+    pub overhead_cycles: u64,
+    /// Switch-ins.
+    pub switches: u64,
+    /// Migrations, local then remote.
+    pub migrations: [u64; 2],
+    /// Lines it left on cores and found again when it came back.
+    pub residual: Residual,
+}
+
+/// The residual-lines measure: when a task comes back to the core it last
+/// ran on, how many of the lines it left there (in the caches that core
+/// uses, brought in on its behalf) it finds again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Residual {
+    /// Switch-ins on the core the task last left.
+    pub returns: u64,
+    /// Its lines in each level when it left, summed over those returns.
+    pub left: PerLevel,
+    /// Its lines in each level when it came back, summed over those returns.
+    pub found: PerLevel,
+}
+
+impl Residual {
+    /// Count a return to a core where the task left `left` lines and finds `found`.
+    pub fn add(&mut self, left: [u64; Level::COUNT], found: [u64; Level::COUNT]) {
+        self.returns += 1;
+        for l in 0..Level::COUNT {
+            self.left.0[l] += left[l];
+            self.found.0[l] += found[l];
+        }
+    }
+}
+
+impl TaskSchedCounts {
+    /// Count a migration.
+    pub fn migrated(&mut self, locality: Locality) {
+        self.migrations[(locality == Locality::Remote) as usize] += 1;
+    }
+}
+
+/// One core's row in the results.
+#[derive(Debug, Clone, Serialize)]
+pub struct CoreResult {
+    /// Core index.
+    pub core: u32,
+    /// Its socket.
+    pub socket: u32,
+    /// Cycles of its clock since warm-up: running, idle and overhead.
+    pub cycles: u64,
+    /// Cycles with nothing to run.
+    pub idle_cycles: u64,
+    /// Cycles per instruction while running (idle excluded).
+    pub cpi: f64,
+    /// Tasks switched in.
+    pub switches: u64,
+    /// Tasks that arrived by migration.
+    pub migrations_in: u64,
+    /// Misses per thousand instructions.
+    pub mpki: Mpki,
+    /// What its tasks did on it.
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// One row of the time series: a task's counters over `stats.interval` of
+/// its instructions (the last row of a task may be shorter).
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalRow {
+    /// Task index.
+    pub task: u32,
+    /// Interval number, from 0 at the end of warm-up.
+    pub index: u64,
+    /// Clock of its core at the interval's start and end.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// Core it ran on at the end.
+    pub core: u32,
+    /// Cycles of the task in the interval.
+    pub cycles: f64,
+    /// Its CPI.
+    pub cpi: f64,
+    /// The counters.
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// A task's first `stats.window` instructions after one of its migrations.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowRow {
+    /// Task index.
+    pub task: u32,
+    /// Clock of the destination when the task arrived.
+    pub start: u64,
+    /// Source core.
+    pub from: u32,
+    /// Destination core.
+    pub to: u32,
+    /// Same socket or not.
+    pub locality: Locality,
+    /// Live or delayed.
+    pub timing: Timing,
+    /// False when the task migrated again, finished or the run ended first.
+    pub complete: bool,
+    /// Cycles of the task in the window.
+    pub cycles: f64,
+    /// Its CPI.
+    pub cpi: f64,
+    /// The counters.
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+impl IntervalRow {
+    /// A row from the counters of the stretch.
+    pub fn new(task: u32, index: u64, span: (u64, u64), core: u32, counts: Counts, base_cpi: f64) -> IntervalRow {
+        let cycles = counts.cycles(base_cpi);
+        let cpi = ratio(cycles, counts.instructions);
+        IntervalRow { task, index, start: span.0, end: span.1, core, cycles, cpi, counts }
+    }
+}
+
+impl CoreResult {
+    /// A row from a core's totals.
+    pub fn new(core: u32, socket: u32, totals: CoreTotals, base_cpi: f64) -> CoreResult {
+        let c = totals.counts;
+        CoreResult {
+            core,
+            socket,
+            cycles: (c.instructions as f64 * base_cpi).round() as u64
+                + c.stall_cycles
+                + c.overhead_cycles
+                + totals.idle_cycles,
+            idle_cycles: totals.idle_cycles,
+            cpi: ratio(c.cycles(base_cpi), c.instructions),
+            switches: totals.switches,
+            migrations_in: totals.migrations_in,
+            mpki: c.mpki(),
+            counts: c,
+        }
+    }
+}
+
+/// A core's counters since warm-up.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CoreTotals {
+    /// What its tasks did on it; `overhead_cycles` is the core's.
+    pub counts: Counts,
+    /// Idle cycles.
+    pub idle_cycles: u64,
+    /// Switch-ins.
+    pub switches: u64,
+    /// Arrivals by migration.
+    pub migrations_in: u64,
 }
 
 /// One cache instance's row in the results.
@@ -166,14 +487,20 @@ pub struct NodeStats {
 /// Run-wide totals.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
+    /// Tasks.
+    pub tasks: u64,
     /// Memory references simulated after warm-up.
     pub accesses: u64,
     /// Instructions retired after warm-up.
     pub instructions: u64,
-    /// Cycles of the slowest core.
+    /// Cycles of the core whose clock went furthest (the makespan).
     pub cycles: u64,
-    /// Cycles per instruction: `cycles / instructions`.
+    /// Cycles per instruction: `cycles / instructions` (for one task, its CPI).
     pub cpi: f64,
+    /// Context switches (switch-ins).
+    pub switches: u64,
+    /// Migrations.
+    pub migrations: u64,
     /// References skipped for warm-up (caches warmed, stats discarded).
     pub warmup_accesses: u64,
     /// Wall-clock seconds the simulation took.
@@ -193,6 +520,14 @@ pub struct Results {
     pub summary: Summary,
     /// Per task.
     pub tasks: Vec<TaskResult>,
+    /// Per core.
+    pub cores: Vec<CoreResult>,
+    /// Per task and interval of `stats.interval` instructions.
+    pub intervals: Vec<IntervalRow>,
+    /// Per migration: the post-migration window of `stats.window` instructions.
+    pub windows: Vec<WindowRow>,
+    /// The event log.
+    pub events: Vec<EventRecord>,
     /// Per cache instance.
     pub caches: Vec<CacheResult>,
     /// Per TLB instance.

@@ -1,0 +1,164 @@
+//! The tasks of a run (`[[tasks]]`), expanded to one spec per task.
+//!
+//! A `[[tasks]]` entry describes a process (or a thread group, or a VM's
+//! workload) with `count` copies; expanding the entries here, once, gives
+//! every later step (scheduler building, engine, results) a flat list with
+//! final ids, names, address spaces and affinity masks. The old single
+//! `[workload]` table is one task with the defaults.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::PluginConfig;
+use crate::error::{join_path, Issues};
+use crate::trace::WorkloadConfig;
+use crate::types::{Asid, CoreId};
+
+/// Address spaces the TLB keys can tell apart (the asid is packed in 12 bits).
+pub const MAX_ASIDS: u32 = 4096;
+
+/// One `[[tasks]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskParams {
+    /// Name of the task; copies get `.0`, `.1`, ... appended. Default `task<id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the task runs.
+    pub workload: PluginConfig,
+    /// Copies of this entry; each gets its own id and random stream.
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Address space shared by every copy (threads of one process); default:
+    /// each task its own, the lowest ids not given explicitly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asid: Option<u32>,
+    /// Virtual machine the task belongs to (hypervisor scheduling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<u32>,
+    /// Cores the task may run on; default all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Vec<u32>>,
+    /// Stop the task after this many of its references (warm-up included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_accesses: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One task after expansion.
+#[derive(Debug, Clone)]
+pub struct TaskSpec {
+    /// Name in the results.
+    pub name: String,
+    /// Its workload, typed.
+    pub workload: WorkloadConfig,
+    /// Address space.
+    pub asid: Asid,
+    /// Virtual machine, if any.
+    pub vm: Option<u32>,
+    /// Allowed cores, sorted; `None` allows every core.
+    pub affinity: Option<Vec<CoreId>>,
+    /// Reference limit.
+    pub max_accesses: Option<u64>,
+    /// Config path of its entry, e.g. `tasks[2]`, for errors.
+    pub loc: String,
+    /// Config path of its workload, e.g. `tasks[2].workload`, or `workload`.
+    pub workload_loc: String,
+}
+
+impl TaskSpec {
+    /// Whether the task may run on `core`.
+    pub fn allows(&self, core: CoreId) -> bool {
+        self.affinity.as_ref().is_none_or(|a| a.binary_search(&core).is_ok())
+    }
+}
+
+/// The single task of a config with a `[workload]` table instead of tasks.
+pub fn single(workload: WorkloadConfig) -> TaskSpec {
+    TaskSpec {
+        name: "task0".into(),
+        workload,
+        asid: Asid(0),
+        vm: None,
+        affinity: None,
+        max_accesses: None,
+        loc: "workload".into(),
+        workload_loc: "workload".into(),
+    }
+}
+
+/// Expand `[[tasks]]` entries found at `loc` for a machine of `cores` cores,
+/// recording every problem; each entry's workload gets its defaults filled in.
+pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Issues) -> Vec<TaskSpec> {
+    if entries.is_empty() {
+        issues.push(loc, "out_of_range", "no tasks: give at least one [[tasks]] entry");
+    }
+    let explicit: Vec<u32> = entries.iter().filter_map(|e| e.asid).collect();
+    let mut free_asids = (0..MAX_ASIDS).filter(|a| !explicit.contains(a));
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let at = format!("{loc}[{i}]");
+        let field = |f: &str| join_path(&at, f);
+        issues.check(entry.count >= 1, field("count"), "out_of_range", "expected at least 1 copy");
+        if let Some(asid) = entry.asid {
+            issues.check(
+                asid < MAX_ASIDS,
+                field("asid"),
+                "out_of_range",
+                format!("asid {asid} does not fit the TLB tags: expected below {MAX_ASIDS}"),
+            );
+        }
+        let affinity = entry.affinity.as_ref().map(|cores_given| {
+            issues.check(
+                !cores_given.is_empty(),
+                field("affinity"),
+                "out_of_range",
+                "an empty affinity allows no core",
+            );
+            for (k, &c) in cores_given.iter().enumerate() {
+                issues.check(
+                    c < cores,
+                    format!("{}[{k}]", field("affinity")),
+                    "out_of_range",
+                    format!("core {c} does not exist: the machine has {cores} core(s)"),
+                );
+            }
+            let mut sorted: Vec<CoreId> = cores_given.iter().map(|&c| CoreId(c)).collect();
+            sorted.sort_unstable();
+            sorted.dedup();
+            sorted
+        });
+        let Some(workload) = issues.absorb(WorkloadConfig::parse(&entry.workload, &field("workload"))) else {
+            continue;
+        };
+        entry.workload = workload.to_raw();
+        for copy in 0..entry.count {
+            let id = out.len();
+            let name = match (&entry.name, entry.count) {
+                (Some(n), 1) => n.clone(),
+                (Some(n), _) => format!("{n}.{copy}"),
+                (None, _) => format!("task{id}"),
+            };
+            let asid = match entry.asid.or_else(|| free_asids.next()) {
+                Some(a) => a,
+                None => {
+                    issues.push(at.clone(), "out_of_range", format!("more than {MAX_ASIDS} address spaces"));
+                    return out;
+                }
+            };
+            out.push(TaskSpec {
+                name,
+                workload: workload.clone(),
+                asid: Asid(asid),
+                vm: entry.vm,
+                affinity: affinity.clone(),
+                max_accesses: entry.max_accesses,
+                loc: at.clone(),
+                workload_loc: field("workload"),
+            });
+        }
+    }
+    out
+}

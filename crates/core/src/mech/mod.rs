@@ -1,0 +1,158 @@
+//! Scheduling events and the mechanisms that react to them.
+//!
+//! The engine records every context switch, migration and scheduler tick as
+//! an [`EventRecord`] (the event log of the results) and hands each one to
+//! the [`Mechanism`]s of the run, with the machine, so that a mechanism can
+//! save, flush, restore or prefetch state at exactly the moment the
+//! scheduler acts. A mechanism may also watch every access; that hook is off
+//! unless the mechanism asks for it, so runs without one pay nothing.
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::error::Result;
+use crate::mem::machine::Machine;
+use crate::types::{Access, Asid, CoreId, TaskId};
+
+/// Whether a migration keeps the task on its socket (its LLC) or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locality {
+    /// Same socket: the shared LLC may still hold the task's lines.
+    Local,
+    /// Another socket: only memory (or the old socket's caches) holds them.
+    Remote,
+}
+
+/// When a task was moved, relative to its running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timing {
+    /// Moved while running; it resumes on the destination at once, with the
+    /// source's caches still hot.
+    Live,
+    /// Moved while descheduled; it resumes on the destination later.
+    Delayed,
+}
+
+/// Something the scheduler did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The task stopped running on the core (quantum over, moved, finished).
+    SwitchOut,
+    /// The task started running on the core.
+    SwitchIn,
+    /// The task starts on `to` after last running on `from` (recorded just
+    /// before its `SwitchIn` on `to`).
+    Migrate {
+        /// Core it last ran on.
+        from: CoreId,
+        /// Core it runs on now.
+        to: CoreId,
+        /// Same socket or not.
+        locality: Locality,
+        /// Moved while running or while waiting.
+        timing: Timing,
+    },
+    /// The scheduler's periodic tick (load balancing, hypervisor bookkeeping).
+    Tick,
+}
+
+impl Event {
+    /// Name used in the event table.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::SwitchOut => "switch_out",
+            Event::SwitchIn => "switch_in",
+            Event::Migrate { .. } => "migrate",
+            Event::Tick => "tick",
+        }
+    }
+}
+
+/// One row of the event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventRecord {
+    /// Clock of the core where it happened (for ticks: the tick's time), in cycles.
+    pub time: u64,
+    /// The core, if any (ticks have none).
+    pub core: Option<CoreId>,
+    /// The task, if any (ticks have none).
+    pub task: Option<TaskId>,
+    /// What happened.
+    pub event: Event,
+}
+
+impl Serialize for EventRecord {
+    /// Flat rows: `{time, core, task, event, from, to, locality, timing}`,
+    /// the last four only for migrations.
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("time", &self.time)?;
+        m.serialize_entry("core", &self.core)?;
+        m.serialize_entry("task", &self.task)?;
+        m.serialize_entry("event", self.event.name())?;
+        if let Event::Migrate { from, to, locality, timing } = self.event {
+            m.serialize_entry("from", &from)?;
+            m.serialize_entry("to", &to)?;
+            m.serialize_entry("locality", &locality)?;
+            m.serialize_entry("timing", &timing)?;
+        }
+        m.end()
+    }
+}
+
+/// What a mechanism sees when an event happens.
+pub struct EventCtx<'a> {
+    /// The machine, to flush, save or restore state.
+    pub machine: &'a mut Machine,
+    /// The event.
+    pub record: &'a EventRecord,
+    /// Address space of the event's task, if it has one.
+    pub asid: Option<Asid>,
+}
+
+/// What a mechanism sees of one access, after the machine ran it.
+pub struct AccessCtx<'a> {
+    /// The machine.
+    pub machine: &'a mut Machine,
+    /// Core that made the access.
+    pub core: CoreId,
+    /// Task that made it.
+    pub task: TaskId,
+    /// Its address space.
+    pub asid: Asid,
+    /// The access.
+    pub access: &'a Access,
+    /// Stall cycles the machine charged for it.
+    pub stall_cycles: u32,
+}
+
+/// A mechanism that reacts to scheduling events (TLB preservation, migration
+/// prefetching, cache locking, ...).
+pub trait Mechanism: Send {
+    /// Name, for errors and results.
+    fn name(&self) -> &str;
+
+    /// Called for every event, after the engine has updated its own state and
+    /// before the task's next access. Returns extra cycles the mechanism
+    /// costs; they are charged to the event's core and task (none for ticks).
+    fn on_event(&mut self, ctx: EventCtx<'_>) -> Result<u64> {
+        let _ = ctx;
+        Ok(0)
+    }
+
+    /// Whether [`Mechanism::on_access`] should be called. Asked once when
+    /// the mechanism is added; when no mechanism wants it, the engine runs
+    /// accesses in batches without the hook.
+    fn wants_accesses(&self) -> bool {
+        false
+    }
+
+    /// Called after every access when [`Mechanism::wants_accesses`] is true.
+    /// Returns extra stall cycles.
+    fn on_access(&mut self, ctx: AccessCtx<'_>) -> u32 {
+        let _ = ctx;
+        0
+    }
+}

@@ -202,6 +202,43 @@ pub enum Scope {
     Line(LineAddr),
 }
 
+/// A line's owner task and dirty bit in one word, so that a fill or an
+/// eviction touches one host cache line of per-line state, not two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Meta(u32);
+
+impl Meta {
+    const DIRTY: u32 = 1 << 31;
+    /// The owner bits of [`TaskId::NONE`].
+    const NO_OWNER: u32 = Meta::DIRTY - 1;
+    /// An empty way.
+    const EMPTY: Meta = Meta(Meta::NO_OWNER);
+
+    #[inline]
+    fn new(owner: TaskId, dirty: bool) -> Meta {
+        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 31 bits");
+        Meta((owner.0 & Meta::NO_OWNER) | (dirty as u32) << 31)
+    }
+
+    #[inline]
+    fn owner(self) -> TaskId {
+        match self.0 & Meta::NO_OWNER {
+            Meta::NO_OWNER => TaskId::NONE,
+            t => TaskId(t),
+        }
+    }
+
+    #[inline]
+    fn dirty(self) -> bool {
+        self.0 & Meta::DIRTY != 0
+    }
+
+    #[inline]
+    fn mark_dirty(&mut self, dirty: bool) {
+        self.0 |= (dirty as u32) << 31;
+    }
+}
+
 /// The accessing side of a lookup: who and why.
 #[derive(Debug, Clone, Copy)]
 pub struct Req {
@@ -220,10 +257,10 @@ pub struct Cache {
     pub path: String,
     index: SetIndex,
     tags: TagArray,
-    owners: Vec<TaskId>,
+    /// Owner and dirty bit of each line.
+    meta: Vec<Meta>,
     /// Lines held per owner task.
     owned: Vec<u64>,
-    dirty: Vec<bool>,
     locked: Vec<bool>,
     locked_count: usize,
     policy: Policy,
@@ -265,9 +302,8 @@ impl Cache {
             path: component.to_string(),
             index: SetIndex::new(sets),
             tags: TagArray::new(sets, ways, line_bits),
-            owners: vec![TaskId::NONE; sets * ways],
+            meta: vec![Meta::EMPTY; sets * ways],
             owned: Vec::new(),
-            dirty: vec![false; sets * ways],
             locked: vec![false; sets * ways],
             locked_count: 0,
             policy,
@@ -338,7 +374,7 @@ impl Cache {
         let i = self.at(slot);
         // Branch-free on the kind: loads and stores come in no predictable order.
         let store = req.kind == ReqKind::Store;
-        self.dirty[i] |= store & self.receives_stores & self.write_back;
+        self.meta[i].mark_dirty(store & self.receives_stores & self.write_back);
         if !self.store_hit_updates && store && self.receives_stores {
             return;
         }
@@ -352,7 +388,7 @@ impl Cache {
     pub fn writeback_hit(&mut self, slot: Slot) {
         self.stats.hits[ReqKind::Writeback as usize] += 1;
         let i = self.at(slot);
-        self.dirty[i] |= self.write_back;
+        self.meta[i].mark_dirty(self.write_back);
     }
 
     /// Count `n` hits of `kind` made by [`Cache::touch_hit`] or [`Cache::rehit`].
@@ -372,7 +408,7 @@ impl Cache {
             return false;
         }
         let i = self.at(self.last);
-        self.dirty[i] |= (kind == ReqKind::Store) & self.write_back;
+        self.meta[i].mark_dirty((kind == ReqKind::Store) & self.write_back);
         true
     }
 
@@ -428,7 +464,7 @@ impl Cache {
                 let slot = Slot { set, way: self.policy.victim(&q) };
                 self.policy.on_evict(&Self::touch(slot, req));
                 let i = base + slot.way;
-                let ev = Evicted { line: LineAddr(self.tags.get(slot)), owner: self.owners[i], dirty: self.dirty[i] };
+                let ev = self.evicted_at(slot, i);
                 self.disown(ev.owner);
                 self.stats.evictions += 1;
                 self.stats.dirty_evictions += ev.dirty as u64;
@@ -438,12 +474,18 @@ impl Cache {
         let i = base + slot.way;
         self.last = slot;
         self.tags.set(slot, line.0);
-        self.owners[i] = req.task;
+        self.meta[i] = Meta::new(req.task, dirty && self.write_back);
         self.own(req.task);
-        self.dirty[i] = dirty && self.write_back;
         self.stats.fills += 1;
         self.policy.on_fill(&Self::touch(slot, req));
         Filled::Placed(evicted)
+    }
+
+    /// The line in `slot` (flat index `i`) as it leaves.
+    #[inline]
+    fn evicted_at(&self, slot: Slot, i: usize) -> Evicted {
+        let meta = self.meta[i];
+        Evicted { line: LineAddr(self.tags.get(slot)), owner: meta.owner(), dirty: meta.dirty() }
     }
 
     /// Count a line brought in for `task`.
@@ -484,11 +526,10 @@ impl Cache {
         let t = Touch { set: slot.set, way: slot.way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId::NONE };
         self.policy.on_evict(&t);
         let i = self.at(slot);
-        let ev = Evicted { line: LineAddr(self.tags.get(slot)), owner: self.owners[i], dirty: self.dirty[i] };
+        let ev = self.evicted_at(slot, i);
         self.disown(ev.owner);
         self.tags.set(slot, INVALID);
-        self.dirty[i] = false;
-        self.owners[i] = TaskId::NONE;
+        self.meta[i] = Meta::EMPTY;
         if self.locked[i] {
             self.locked[i] = false;
             self.locked_count -= 1;
@@ -516,7 +557,7 @@ impl Cache {
             Scope::All | Scope::Task(_) => {
                 for i in 0..self.tags.len() {
                     let hit = match scope {
-                        Scope::Task(task) => self.owners[i] == task,
+                        Scope::Task(task) => self.meta[i].owner() == task,
                         _ => true,
                     };
                     let slot = self.tags.slot(i);
@@ -547,7 +588,7 @@ impl Cache {
 
     /// Whether `line` is present and dirty.
     pub fn is_dirty(&self, line: LineAddr) -> bool {
-        self.find(line).is_some_and(|s| self.dirty[self.at(s)])
+        self.find(line).is_some_and(|s| self.meta[self.at(s)].dirty())
     }
 
     /// Every valid line, in slot order (tests and invariant checks).

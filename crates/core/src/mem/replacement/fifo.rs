@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{min_evictable, Policy, ReplCtx, Replacement, Touch, VictimQuery};
+use super::{Policy, ReplCtx, Replacement, Stamps, Touch, VictimQuery};
 use crate::error::Result;
 
 /// `fifo` has no parameters.
@@ -15,16 +15,14 @@ pub struct FifoParams {}
 impl FifoParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Fifo(Fifo { filled: vec![0; ctx.sets * ctx.ways], ways: ctx.ways, clock: 1 }))
+        Ok(Policy::Fifo(Fifo { filled: Stamps::new(ctx.sets, ctx.ways) }))
     }
 }
 
 /// FIFO by fill stamps.
 #[derive(Debug, Clone)]
 pub struct Fifo {
-    filled: Vec<u64>,
-    ways: usize,
-    clock: u64,
+    filled: Stamps,
 }
 
 impl Replacement for Fifo {
@@ -33,8 +31,7 @@ impl Replacement for Fifo {
 
     #[inline(always)]
     fn on_fill(&mut self, t: &Touch) {
-        self.filled[t.set * self.ways + t.way] = self.clock;
-        self.clock += 1;
+        self.filled.stamp(t.set, t.way);
     }
 
     fn rehit_is_noop(&self) -> bool {
@@ -43,8 +40,7 @@ impl Replacement for Fifo {
 
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
-        let base = q.set * self.ways;
-        min_evictable(&self.filled[base..base + self.ways], q)
+        self.filled.oldest(q)
     }
 }
 

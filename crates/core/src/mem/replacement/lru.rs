@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{min_evictable, Policy, ReplCtx, Replacement, Touch, VictimQuery};
+use super::{Policy, ReplCtx, Replacement, Stamps, Touch, VictimQuery};
 use crate::error::Result;
 
 /// `lru` has no parameters.
@@ -17,35 +17,25 @@ pub struct LruParams {}
 impl LruParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Lru(Lru { stamps: vec![0; ctx.sets * ctx.ways], ways: ctx.ways, clock: 1 }))
+        Ok(Policy::Lru(Lru { stamps: Stamps::new(ctx.sets, ctx.ways) }))
     }
 }
 
 /// True LRU by last-use stamps.
 #[derive(Debug, Clone)]
 pub struct Lru {
-    stamps: Vec<u64>,
-    ways: usize,
-    clock: u64,
-}
-
-impl Lru {
-    #[inline(always)]
-    fn stamp(&mut self, t: &Touch) {
-        self.stamps[t.set * self.ways + t.way] = self.clock;
-        self.clock += 1;
-    }
+    stamps: Stamps,
 }
 
 impl Replacement for Lru {
     #[inline(always)]
     fn on_hit(&mut self, t: &Touch) {
-        self.stamp(t);
+        self.stamps.stamp(t.set, t.way);
     }
 
     #[inline(always)]
     fn on_fill(&mut self, t: &Touch) {
-        self.stamp(t);
+        self.stamps.stamp(t.set, t.way);
     }
 
     fn rehit_is_noop(&self) -> bool {
@@ -54,8 +44,7 @@ impl Replacement for Lru {
 
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
-        let base = q.set * self.ways;
-        min_evictable(&self.stamps[base..base + self.ways], q)
+        self.stamps.oldest(q)
     }
 }
 
@@ -82,6 +71,32 @@ mod tests {
         assert_eq!(p.victim(&query(0)), 1);
         p.on_fill(&touch(0, 1));
         assert_eq!(p.victim(&query(0)), 3);
+    }
+
+    #[test]
+    fn victims_survive_the_clock_running_out() {
+        // Start 100 ticks before the 32-bit clock runs out; a reference with
+        // unbounded stamps must pick the same victims throughout.
+        let (sets, ways) = (4, 4);
+        let mut lru = Lru { stamps: Stamps::new(sets, ways) };
+        lru.stamps.set_clock(u32::MAX - 100);
+        let mut reference = vec![0u64; sets * ways];
+        let mut rng = crate::util::rng::Rng::from_seed(7);
+        for tick in 1..=1000u64 {
+            let set = rng.below(sets as u64) as usize;
+            let way = if rng.chance(0.5) {
+                let way = rng.below(ways as u64) as usize;
+                lru.on_hit(&touch(set, way));
+                way
+            } else {
+                let way = lru.victim(&query(set));
+                let want = (0..ways).min_by_key(|&w| (reference[set * ways + w], w)).unwrap();
+                assert_eq!(way, want, "tick {tick}");
+                lru.on_fill(&touch(set, way));
+                way
+            };
+            reference[set * ways + way] = tick;
+        }
     }
 
     #[test]

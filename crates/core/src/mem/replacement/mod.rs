@@ -248,28 +248,76 @@ pub fn build(
     ReplacementConfig::parse(raw, loc)?.build(&ctx)
 }
 
-/// The evictable way with the smallest key (ties to the lowest way), for
-/// policies that order lines by a stamp.
-#[inline]
-pub(crate) fn min_evictable(keys: &[u64], q: &VictimQuery) -> usize {
-    let Some(locked) = q.locked else {
-        // Nothing locked (the common case): a plain, branch-free argmin.
-        return keys
-            .iter()
-            .enumerate()
-            .fold((0, u64::MAX), |best, (way, &k)| if k < best.1 { (way, k) } else { best })
-            .0;
-    };
-    let mut best = usize::MAX;
-    let mut best_key = u64::MAX;
-    for (way, &key) in keys.iter().enumerate() {
-        if key < best_key && !locked[way] {
-            best = way;
-            best_key = key;
-        }
+/// Per-line 32-bit stamps from a per-cache clock, for policies that order a
+/// set's lines by time (last use, fill). 32 bits keep a 16-way set's stamps
+/// in one host cache line; when the clock runs out (after 4G stamps) every
+/// set's stamps are renumbered by rank, which keeps each set's order, the
+/// only thing victims depend on.
+#[derive(Debug, Clone)]
+pub(crate) struct Stamps {
+    stamps: Vec<u32>,
+    ways: usize,
+    clock: u32,
+}
+
+impl Stamps {
+    /// Zeroed stamps for `sets x ways` lines.
+    pub(crate) fn new(sets: usize, ways: usize) -> Stamps {
+        Stamps { stamps: vec![0; sets * ways], ways, clock: 1 }
     }
-    debug_assert!(best != usize::MAX, "victim asked for a set with no evictable way");
-    best
+
+    /// Stamp the line in `set`, `way` with the next tick.
+    #[inline(always)]
+    pub(crate) fn stamp(&mut self, set: usize, way: usize) {
+        if self.clock == u32::MAX {
+            self.renumber();
+        }
+        self.stamps[set * self.ways + way] = self.clock;
+        self.clock += 1;
+    }
+
+    /// The evictable way of `q.set` with the oldest stamp (ties to the lowest way).
+    #[inline]
+    pub(crate) fn oldest(&self, q: &VictimQuery) -> usize {
+        let base = q.set * self.ways;
+        let keys = &self.stamps[base..base + self.ways];
+        let Some(locked) = q.locked else {
+            // Nothing locked (the common case): a plain, branch-free argmin.
+            return keys
+                .iter()
+                .enumerate()
+                .fold((0, u32::MAX), |best, (way, &k)| if k < best.1 { (way, k) } else { best })
+                .0;
+        };
+        let mut best = usize::MAX;
+        let mut best_key = u32::MAX;
+        for (way, &key) in keys.iter().enumerate() {
+            if key < best_key && !locked[way] {
+                best = way;
+                best_key = key;
+            }
+        }
+        debug_assert!(best != usize::MAX, "victim asked for a set with no evictable way");
+        best
+    }
+
+    /// Replace every set's stamps by their ranks (1 to `ways`, ties by way).
+    #[cold]
+    fn renumber(&mut self) {
+        let mut order: Vec<usize> = (0..self.ways).collect();
+        for set in self.stamps.chunks_mut(self.ways) {
+            order.sort_by_key(|&w| (set[w], w));
+            for (rank, &w) in order.iter().enumerate() {
+                set[w] = rank as u32 + 1;
+            }
+        }
+        self.clock = self.ways as u32 + 1;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn set_clock(&mut self, clock: u32) {
+        self.clock = clock;
+    }
 }
 
 #[cfg(test)]

@@ -86,7 +86,9 @@ impl TagArray {
     pub fn new(sets: usize, ways: usize, key_bits: u32) -> TagArray {
         let stride = ways.div_ceil(4) * 4;
         let set_bits = sets.trailing_zeros();
-        let exact = (sets.is_power_of_two() && key_bits.saturating_sub(set_bits) <= 31).then_some(set_bits);
+        // With at most 32 set bits, INVALID (all ones) shifts to EMPTY_PRINT.
+        let exact = (sets.is_power_of_two() && set_bits <= 32 && key_bits.saturating_sub(set_bits) <= 31)
+            .then_some(set_bits);
         let mut t = TagArray {
             sets,
             ways,
@@ -110,7 +112,6 @@ impl TagArray {
     #[inline(always)]
     fn print(&self, key: u64) -> u32 {
         match self.exact {
-            Some(_) if key == INVALID => EMPTY_PRINT,
             Some(set_bits) => (key >> set_bits) as u32,
             None => (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32,
         }

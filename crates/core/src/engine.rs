@@ -28,7 +28,7 @@ use std::time::Instant;
 use crate::config::ValidConfig;
 use crate::error::{Error, Result};
 use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, Timing};
-use crate::mem::machine::{Machine, MachineParams};
+use crate::mem::machine::Machine;
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::stats::{
     CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, Results, Summary, TaskResult, TaskSchedCounts,
@@ -191,7 +191,7 @@ impl Engine {
         let cores = topology.cores() as usize;
         Ok(Engine {
             base_cpi: config.config.machine.base_cpi,
-            max_stall: max_stall(&config.config.machine),
+            max_stall: machine.max_stall(),
             next_tick: scheduler.period(),
             unfinished: config.tasks.len(),
             measuring: config.config.run.warmup_accesses == 0,
@@ -882,26 +882,6 @@ fn cut(
         }
     }
     (accesses.len(), instructions)
-}
-
-/// More stall cycles than one reference can cost in the timing model: a
-/// translation through every TLB level and a radix walk whose four entry
-/// reads and the data read each come from the slowest level, doubled for
-/// safety. Only the speed of runs with cycle deadlines depends on it.
-fn max_stall(m: &MachineParams) -> u64 {
-    let levels = [m.l1i.as_ref(), Some(&m.l1d), m.l2.as_ref(), m.llc.as_ref()];
-    let slowest = levels
-        .into_iter()
-        .flatten()
-        .map(|c| c.latency_cycles as u64)
-        .chain([m.memory.latency_cycles as u64, m.memory.remote_latency_cycles.unwrap_or(0) as u64])
-        .max()
-        .unwrap_or(0);
-    let translation = m.tlb.as_ref().map_or(0, |t| {
-        let tlbs = [Some(&t.l1d), t.l1i.as_ref(), t.l2.as_ref()].into_iter().flatten();
-        tlbs.map(|l| l.latency_cycles as u64).sum::<u64>() + t.walk_latency_cycles as u64 + 4 * slowest
-    });
-    2 * (translation + slowest)
 }
 
 /// Parse, build and run a configuration given as JSON text, without progress.

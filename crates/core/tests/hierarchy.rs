@@ -492,3 +492,31 @@ fn flushing_an_inclusive_llc_empties_the_caches_above() {
     assert!(m.caches().iter().all(|c| c.lines().next().is_none()));
     assert_eq!(m.node_stats()[0].writes, 1, "the dirty L1 copy reached memory");
 }
+
+proptest! {
+    #[test]
+    fn no_reference_stalls_longer_than_the_machine_bound(
+        radix in any::<bool>(), sockets in 1u32..3, tiny_tlb in any::<bool>(),
+        refs in proptest::collection::vec((0u64..1 << 22, 1u16..130, 0u8..3, 0u32..4), 1..400),
+    ) {
+        // Misaligned references crossing lines and pages, from cores of both
+        // sockets, with fixed or radix walks and a remote memory latency.
+        let mut params = with_tlb(if radix { WalkModel::Radix } else { WalkModel::Fixed });
+        params.sockets = sockets;
+        params.cores_per_socket = 2;
+        params.memory.node_bytes = ByteSize(1 << 30);
+        params.memory.remote_latency_cycles = Some(350);
+        if !tiny_tlb {
+            params.tlb.as_mut().unwrap().l2 = None;
+        }
+        let mut m = Machine::new(&params, 1, "machine").unwrap();
+        m.add_tasks(1);
+        let bound = m.max_stall();
+        for &(addr, size, kind, core) in &refs {
+            let kind = [AccessKind::Load, AccessKind::Store, AccessKind::Ifetch][kind as usize];
+            let a = Access { addr: VirtAddr(addr), pc: VirtAddr(0), instrs: 1, size, kind };
+            let stall = m.access(CoreId(core % (2 * sockets)), TaskId(0), Asid(0), &a) as u64;
+            prop_assert!(stall <= bound, "{} > {}", stall, bound);
+        }
+    }
+}

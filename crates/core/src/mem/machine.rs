@@ -485,6 +485,25 @@ impl Machine {
         Ok(Some(Box::new(Attribution::new(&caches, line_bits, tlbs, seed)?)))
     }
 
+    /// The most stall cycles one reference can cost: the slowest translation
+    /// (an L1 or L2 TLB hit, or a walk whose entry reads come from the
+    /// slowest level) plus the slowest data level. A reference that crosses
+    /// lines costs its slowest line, so the bound holds for it too. The
+    /// engine bounds how far a chunk of references may run past a deadline.
+    pub fn max_stall(&self) -> u64 {
+        let slowest = self.caches.iter().map(|c| c.latency_cycles).chain([self.local_latency, self.remote_latency]);
+        let slowest = slowest.max().unwrap_or(0) as u64;
+        let walk = match self.walk {
+            WalkModel::Fixed => self.walk_latency as u64,
+            WalkModel::Radix => self.walk_latency as u64 + self.radix_levels as u64 * slowest,
+        };
+        let translation = match self.tlbs.is_empty() {
+            true => 0,
+            false => self.tlbs.iter().map(|t| t.latency_cycles as u64).max().unwrap_or(0).max(walk),
+        };
+        translation + slowest
+    }
+
     /// Lines of `task` (brought in on its behalf) held in each level of the
     /// caches `core` uses: the residual footprint it finds when it runs there.
     pub fn resident(&self, core: CoreId, task: TaskId) -> [u64; Level::COUNT] {

@@ -87,8 +87,8 @@ impl TagArray {
         let stride = ways.div_ceil(4) * 4;
         let set_bits = sets.trailing_zeros();
         // With at most 32 set bits, INVALID (all ones) shifts to EMPTY_PRINT.
-        let exact = (sets.is_power_of_two() && set_bits <= 32 && key_bits.saturating_sub(set_bits) <= 31)
-            .then_some(set_bits);
+        let exact =
+            (sets.is_power_of_two() && set_bits <= 32 && key_bits.saturating_sub(set_bits) <= 31).then_some(set_bits);
         let mut t = TagArray {
             sets,
             ways,

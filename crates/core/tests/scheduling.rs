@@ -2,11 +2,13 @@
 //! schedules, a small independent model of round-robin, and a direct
 //! machine loop for single-task runs.
 
+use cachesched_core::config::units::Budget;
 use cachesched_core::config::{self, ValidConfig};
 use cachesched_core::engine::Engine;
 use cachesched_core::error::{Error, Result};
 use cachesched_core::mech::{AccessCtx, Event, EventCtx, Mechanism};
 use cachesched_core::mem::machine::Machine;
+use cachesched_core::sched::{SchedCtx, Scheduler, Slice};
 use cachesched_core::stats::{Level, Results};
 use cachesched_core::trace::{collect, WorkloadCtx};
 use cachesched_core::types::{Asid, CoreId, TaskId};
@@ -574,6 +576,49 @@ fn impossible_setups_name_the_key() {
         let found = issues(config.clone());
         assert!(found.contains(&(loc.to_string(), code)), "{config}: {found:?}");
     }
+}
+
+/// Core 0 serves the task's first slice, then never picks anything again;
+/// core 1 takes whatever waits in core 0's queue (or its own) once core 0
+/// has served.
+struct HandOff {
+    served: bool,
+}
+
+impl Scheduler for HandOff {
+    fn place(&mut self, _: &SchedCtx, _: TaskId) -> Result<CoreId> {
+        Ok(CoreId(0))
+    }
+
+    fn pick(&mut self, ctx: &SchedCtx, core: CoreId) -> Result<Option<TaskId>> {
+        let head = ctx.queues[0].front().copied();
+        Ok(match (core.0, self.served) {
+            (0, false) => {
+                self.served = head.is_some();
+                head
+            }
+            (1, true) => head.or(ctx.queues[1].front().copied()),
+            _ => None,
+        })
+    }
+
+    fn quantum(&mut self, _: &SchedCtx, _: TaskId, _: CoreId) -> Result<Slice> {
+        Ok(Slice::of(Budget::Instructions(1000)))
+    }
+}
+
+#[test]
+fn a_task_its_core_will_not_pick_again_wakes_an_idle_core() {
+    // Core 1 sits idle from the start; when core 0 declines the task after
+    // its first slice, core 1 must look at the queues again and take it.
+    let config = valid(json!({"machine": flat_machine(1, 2), "tasks": tasks(&[3000])}));
+    let r = Engine::with_scheduler(config, None, Some(Box::new(HandOff { served: false })))
+        .and_then(|mut e| e.run(&mut |_| Ok(())))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.tasks[0].stats.instructions, 3000, "the task ran to its end");
+    let migrations: Vec<_> = r.events.iter().filter(|e| matches!(e.event, Event::Migrate { .. })).collect();
+    assert_eq!(migrations.len(), 1);
+    assert_eq!(r.cores[1].counts.instructions, 2000, "core 1 ran the rest");
 }
 
 #[test]

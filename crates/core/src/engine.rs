@@ -154,6 +154,7 @@ impl Engine {
         let seed = config.config.seed;
         let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
         machine.add_tasks(config.tasks.len());
+        machine.set_address_spaces(&config.tasks.iter().map(|t| t.asid).collect::<Vec<_>>());
         let scheduler = match scheduler {
             Some(s) => s,
             None => config.scheduler.build(&config.sched_build())?,

@@ -633,9 +633,9 @@ mod properties {
     use super::*;
     use proptest::prelude::*;
 
-    /// Tasks on private caches only, with frames that do not depend on the
-    /// order in which cores first touch pages (identity frames, disjoint
-    /// address ranges): nothing may depend on the batch size.
+    /// Tasks (separate processes) on private caches only, with the default
+    /// random frames on two NUMA nodes: each process's frames depend on its
+    /// own touches only, so nothing may depend on the batch size.
     fn private(seed: u64, batch: u32, quantum: u64, tasks: u64, kind: &str) -> Results {
         let entries: Vec<Value> = (0..tasks)
             .map(|i| {
@@ -646,9 +646,11 @@ mod properties {
             .collect();
         run(json!({
             "seed": seed,
+            // An L2 smaller than the working sets, so that where pages land
+            // in it matters.
             "machine": {
                 "sockets": 2, "cores_per_socket": 2, "llc": false,
-                "memory": {"nodes": 1, "frame_allocation": "identity"},
+                "l2": {"size_bytes": "64KiB", "ways": 4},
             },
             "tasks": entries,
             "scheduler": {"kind": kind, "params": {"quantum": quantum}},

@@ -546,6 +546,13 @@ impl Machine {
         64 - (bytes.saturating_sub(1) >> line_shift).leading_zeros()
     }
 
+    /// The address spaces the run will use: each gets its own share of
+    /// every node's frames, so its pages do not depend on when the others
+    /// touch theirs (see [`PageTable`]). Call before the first access.
+    pub fn set_address_spaces(&mut self, asids: &[Asid]) {
+        self.page_table.set_address_spaces(asids);
+    }
+
     /// Make room for the counters of tasks `0..n`.
     pub fn add_tasks(&mut self, n: usize) {
         if self.tasks.len() < n {

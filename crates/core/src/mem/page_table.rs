@@ -6,6 +6,15 @@
 //! local or remote, and page migration (a later mechanism) only has to change
 //! the entry. For radix walks the page-table pages themselves get frames too,
 //! so their entries can be read through the data caches.
+//!
+//! Frames are handed out per address space: when the machine knows its
+//! address spaces ([`PageTable::set_address_spaces`]), the `A` of them share
+//! each node's frames by interleaving, the `k`-th frame of the `s`-th address
+//! space being frame number `k * A + s` of the node's (seeded) order. So the
+//! frames a process gets depend only on its own first touches, not on when
+//! other processes ran: changing the schedule, or the engine's batch size,
+//! does not move its pages in the physically indexed caches. Each address
+//! space may use `1 / A` of a node; beyond that it spills to the next node.
 
 use serde::{Deserialize, Serialize};
 
@@ -65,25 +74,38 @@ impl PageEntry {
     }
 }
 
-/// Hands out frames per node.
+/// Hands out frames per node and address space.
 #[derive(Debug, Clone)]
 struct FrameAllocator {
     frames_per_node: u64,
+    nodes: u32,
+    /// Address spaces sharing each node (`A`).
+    spaces: u64,
+    /// Frames handed out, per node and address space (`node * A + space`).
     used: Vec<u64>,
     order: Option<Vec<Permutation>>,
 }
 
 impl FrameAllocator {
-    /// A frame on `node`, or on the next node with room; `None` when every
-    /// node is full.
-    fn allocate(&mut self, node: u32) -> Option<PageEntry> {
-        let nodes = self.used.len() as u32;
-        (0..nodes).map(|i| (node + i) % nodes).find(|&n| self.used[n as usize] < self.frames_per_node).map(|n| {
-            let k = self.used[n as usize];
-            self.used[n as usize] += 1;
-            let within = self.order.as_ref().map_or(k, |perms| perms[n as usize].apply(k));
-            PageEntry { frame: n as u64 * self.frames_per_node + within, node: n }
+    /// A frame for address space `space` on `node`, or on the next node
+    /// where its share has room; `None` when it has none left anywhere.
+    fn allocate(&mut self, node: u32, space: u64) -> Option<PageEntry> {
+        (0..self.nodes).map(|i| (node + i) % self.nodes).find_map(|n| {
+            let used = &mut self.used[(n as u64 * self.spaces + space) as usize];
+            let index = *used * self.spaces + space;
+            if index >= self.frames_per_node {
+                return None;
+            }
+            *used += 1;
+            let within = self.order.as_ref().map_or(index, |perms| perms[n as usize].apply(index));
+            Some(PageEntry { frame: n as u64 * self.frames_per_node + within, node: n })
         })
+    }
+
+    /// Frames handed out on `node`.
+    fn used_on(&self, node: u32) -> u64 {
+        let start = (node as u64 * self.spaces) as usize;
+        self.used.get(start..start + self.spaces as usize).map_or(0, |u| u.iter().sum())
     }
 }
 
@@ -99,6 +121,8 @@ pub struct PageTable {
     /// Per (asid, radix level, prefix): the frame of that page-table page.
     tables: U64Map,
     alloc: FrameAllocator,
+    /// Address space of each asid (index into the allocator's shares).
+    space_of: Vec<u32>,
     /// Set when an allocation found every node full.
     pub exhausted: bool,
 }
@@ -125,7 +149,8 @@ impl PageTable {
             nodes,
             pages: U64Map::default(),
             tables: U64Map::default(),
-            alloc: FrameAllocator { frames_per_node, used: vec![0; nodes as usize], order },
+            alloc: FrameAllocator { frames_per_node, nodes, spaces: 1, used: vec![0; nodes as usize], order },
+            space_of: Vec::new(),
             exhausted: false,
         }
     }
@@ -133,6 +158,28 @@ impl PageTable {
     /// Page size as a shift.
     pub fn page_shift(&self) -> u32 {
         self.page_shift
+    }
+
+    /// Give each of `asids` its own share of every node's frames (see the
+    /// module docs). Asids not listed share the first one's. Call before the
+    /// first translation; later calls are ignored.
+    pub fn set_address_spaces(&mut self, asids: &[Asid]) {
+        if self.alloc.used.iter().any(|&u| u > 0) {
+            return;
+        }
+        let mut asids: Vec<u32> = asids.iter().map(|a| a.0).collect();
+        asids.sort_unstable();
+        asids.dedup();
+        self.space_of = vec![0; asids.last().map_or(0, |&a| a as usize + 1)];
+        for (space, &asid) in asids.iter().enumerate() {
+            self.space_of[asid as usize] = space as u32;
+        }
+        self.alloc.spaces = asids.len().max(1) as u64;
+        self.alloc.used = vec![0; (self.nodes as u64 * self.alloc.spaces) as usize];
+    }
+
+    fn space(&self, asid: Asid) -> u64 {
+        self.space_of.get(asid.0 as usize).copied().unwrap_or(0) as u64
     }
 
     fn node_for(&self, vpn: u64, toucher_node: u32) -> u32 {
@@ -158,7 +205,7 @@ impl PageTable {
         let entry = if self.identity {
             PageEntry { frame: vpn, node }
         } else {
-            self.alloc.allocate(node).unwrap_or_else(|| {
+            self.alloc.allocate(node, self.space(asid)).unwrap_or_else(|| {
                 self.exhausted = true;
                 PageEntry { frame: 0, node }
             })
@@ -180,7 +227,7 @@ impl PageTable {
         let frame = match self.tables.get(key) {
             Some(f) => f,
             None => {
-                let f = self.alloc.allocate(toucher_node).map(|e| e.frame).unwrap_or_else(|| {
+                let f = self.alloc.allocate(toucher_node, self.space(asid)).map(|e| e.frame).unwrap_or_else(|| {
                     self.exhausted = true;
                     0
                 });
@@ -194,7 +241,7 @@ impl PageTable {
 
     /// Frames allocated on `node` (data and page-table pages).
     pub fn frames_used(&self, node: u32) -> u64 {
-        self.alloc.used.get(node as usize).copied().unwrap_or(0)
+        self.alloc.used_on(node)
     }
 }
 
@@ -233,6 +280,52 @@ mod tests {
         assert!(!pt.exhausted);
         pt.translate(Asid(0), 99, 0);
         assert!(pt.exhausted);
+    }
+
+    #[test]
+    fn each_address_space_gets_the_same_frames_whatever_the_others_do() {
+        // Asid 7's frames depend only on its own touches: the same with the
+        // other address spaces touching before it, after it, or not at all.
+        let frames = |others_first: Option<bool>| {
+            let mut pt = PageTable::new(12, 1, 4096, Placement::FirstTouch, FrameAllocation::Random, 5);
+            pt.set_address_spaces(&[Asid(7), Asid(2), Asid(9)]);
+            let mut mine = Vec::new();
+            if others_first == Some(true) {
+                for v in 0..50 {
+                    pt.translate(Asid(2), v, 0);
+                }
+            }
+            for v in 0..40 {
+                mine.push(pt.translate(Asid(7), v * 3, 0).frame);
+                if others_first == Some(false) {
+                    pt.translate(Asid(9), v, 0);
+                }
+            }
+            mine
+        };
+        let alone = frames(None);
+        assert_eq!(frames(Some(true)), alone);
+        assert_eq!(frames(Some(false)), alone);
+        let mut distinct = alone.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 40);
+    }
+
+    #[test]
+    fn an_address_space_beyond_its_share_spills_to_the_next_node() {
+        // Two spaces share 2 nodes of 8 frames: 4 per space per node.
+        let mut pt = PageTable::new(12, 2, 8, Placement::FirstTouch, FrameAllocation::Sequential, 1);
+        pt.set_address_spaces(&[Asid(0), Asid(1)]);
+        let nodes: Vec<u32> = (0..8).map(|v| pt.translate(Asid(1), v, 0).node).collect();
+        assert_eq!(nodes, [0, 0, 0, 0, 1, 1, 1, 1]);
+        let frames: Vec<u64> = (0..4).map(|v| pt.translate(Asid(1), v, 0).frame).collect();
+        assert_eq!(frames, [1, 3, 5, 7], "the odd frames of node 0");
+        assert_eq!((pt.frames_used(0), pt.frames_used(1)), (4, 4));
+        assert!(!pt.exhausted);
+        pt.translate(Asid(1), 100, 0);
+        assert!(pt.exhausted, "its share of both nodes is used up");
+        assert_eq!(pt.translate(Asid(0), 0, 0), PageEntry { frame: 0, node: 0 }, "the other space still has room");
     }
 
     #[test]

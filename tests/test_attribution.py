@@ -43,3 +43,13 @@ def test_bad_attribution_names_the_key(attribution, key, words):
     err = e.value.errors()[0]
     assert err["loc"] == key, e.value.errors()
     assert words in err["msg"]
+
+
+def test_the_report_shows_causes_only_for_attributed_levels():
+    run = {"workload": {"kind": "zipf"}, "run": {"max_accesses": 20_000}}
+    with_causes = cs.simulate({**run, "machine": {"attribution": ["l2"]}}).format()
+    rows = with_causes.split("misses by cause")[1].splitlines()[1:]
+    assert [r.split()[0] for r in rows] == ["l2"]
+    shares = [float(x.rstrip("%")) for x in rows[0].split()[1:]]
+    assert abs(sum(shares) - 100) < 0.5, "the causes split all the misses"
+    assert "misses by cause" not in cs.simulate(run).format()

@@ -245,7 +245,8 @@ class Results:
         return out
 
     def format(self) -> str:
-        """A human-readable report: totals, then demand misses per level."""
+        """A human-readable report: totals, demand misses per level, and the
+        attributed levels' misses by cause."""
         s = self.summary
         lines = [
             f"accesses      {s['accesses']:>16,}",
@@ -272,7 +273,22 @@ class Results:
             if l1:
                 lines += ["", f"TLB: {int(t.tlb_l1_misses.sum()):,} L1 misses of {l1:,} translations, "
                               f"{int(t.tlb_walks.sum()):,} page walks ({int(t.tlb_walk_cycles.sum()):,} cycles)"]
+        lines += self._format_causes(df)
         return "\n".join(lines)
+
+    def _format_causes(self, df: pd.DataFrame) -> list[str]:
+        """The misses of the attributed cache levels by cause, as shares."""
+        attributed = [lv for lv in self._machine_levels() if lv in self.config["machine"].get("attribution", [])]
+        causes = ["compulsory", "capacity", "switch_induced", "migration_induced", "sharing_induced"]
+        if not attributed:
+            return []
+        lines = ["", "misses by cause " + "".join(f"{c.removesuffix('_induced'):>12}" for c in causes)]
+        for lv in attributed:
+            part = df[df.level == lv]
+            total = part.misses.sum()
+            shares = "".join(f"{100 * part[c].sum() / total if total else 0.0:>11.1f}%" for c in causes)
+            lines.append(f"{lv:<16}{shares}")
+        return lines
 
     def __repr__(self) -> str:
         s = self.summary

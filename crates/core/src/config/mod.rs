@@ -28,6 +28,10 @@ use crate::sched::{SchedBuild, SchedulerConfig, Topology};
 use crate::trace::WorkloadConfig;
 use tasks::{TaskParams, TaskSpec};
 
+/// The largest direct cost of a switch or a migration (`run.switch_cycles`,
+/// `run.migration_cycles`): about 6 minutes at 3 GHz.
+pub const MAX_COST_CYCLES: u64 = 1 << 40;
+
 /// How long to run and what to measure (`run`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -205,6 +209,18 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
         }
     };
     issues.check(config.run.batch >= 1, "run.batch", "out_of_range", "expected at least 1");
+    // Core clocks are 64-bit cycle counts: a cost beyond minutes of
+    // simulated time per switch is a mistake, and could overflow them.
+    for (key, cycles) in
+        [("run.switch_cycles", config.run.switch_cycles), ("run.migration_cycles", config.run.migration_cycles)]
+    {
+        issues.check(
+            cycles <= MAX_COST_CYCLES,
+            key,
+            "out_of_range",
+            format!("expected at most 2^40 cycles, got {cycles}"),
+        );
+    }
     let frequency = config.machine.frequency_ghz;
     let interval = instructions(config.stats.interval, "stats.interval", frequency, &mut issues);
     let window = instructions(config.stats.window, "stats.window", frequency, &mut issues);

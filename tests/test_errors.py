@@ -41,6 +41,8 @@ def config_errors(cfg) -> list[dict]:
     ({"workload": {"kind": "trace"}}, "workload.params.path", "missing_field"),
     ({"machine": {}}, "workload", "missing_field"),
     ({**GOOD, "run": {"batch": 0}}, "run.batch", "out_of_range"),
+    ({**GOOD, "run": {"switch_cycles": 2**64 - 1}}, "run.switch_cycles", "out_of_range"),
+    ({**GOOD, "run": {"migration_cycles": 2**40 + 1}}, "run.migration_cycles", "out_of_range"),
     ({**GOOD, "sed": 3}, "sed", "unknown_field"),
 ])
 def test_config_errors_name_the_key_path(cfg, loc, code):
@@ -148,3 +150,16 @@ def test_damaged_traces_fail_cleanly_or_read_identically(tmp_path_factory, prist
         return
     # zstd ignores a few bits; anything it accepts must decode to the same accesses.
     assert back.equals(content)
+
+
+@pytest.mark.parametrize("cfg, loc", [
+    ({**GOOD, "machine": {"frequency_ghz": float("nan")}}, "machine.frequency_ghz"),
+    ({**GOOD, "machine": {"attribution": ["l2"], "base_cpi": float("inf")}}, "machine.base_cpi"),
+    ({"tasks": [{"workload": {"kind": "zipf", "params": {"exponent": float("-inf")}}}]},
+     "tasks[0].workload.params.exponent"),
+])
+def test_a_non_finite_number_names_its_key(cfg, loc):
+    with pytest.raises(ConfigError) as e:
+        cachesched.simulate(cfg)
+    assert [x["loc"] for x in e.value.errors()] == [loc]
+    assert "finite" in str(e.value)

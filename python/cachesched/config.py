@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import tomllib
 from pathlib import Path
 from typing import Any, Mapping
@@ -107,10 +108,27 @@ def _looks_like_path(text: str) -> bool:
     return "\n" not in text and "=" not in text and (text.endswith(".toml") or Path(text).exists())
 
 
+def to_json(doc: Mapping, loc: str = "") -> str:
+    """A configuration as the JSON text the core reads. JSON has no NaN or
+    infinity, so a non-finite number is reported at its key."""
+    def check(value: Any, at: str) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError.single(at or "<config>", "invalid_value", f"expected a finite number, got {value}")
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                check(item, f"{at}.{key}" if at else str(key))
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                check(item, f"{at}[{i}]")
+
+    check(doc, loc)
+    return json.dumps(doc)
+
+
 def resolve(config: ConfigLike, overrides: list[str] | None = None, **sections: Any) -> dict:
     """The configuration as the core will run it: preset applied, every default filled in."""
     doc, _ = load(config, overrides, **sections)
-    return json.loads(_core.resolve_config(json.dumps(doc)))
+    return json.loads(_core.resolve_config(to_json(doc)))
 
 
 def presets() -> list[dict]:

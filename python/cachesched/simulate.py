@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import _core
-from .config import ConfigLike, load
+from .config import ConfigLike, load, to_json
 from .results import Results
 
 Progress = Callable[[int, int | None], None]
@@ -80,7 +79,7 @@ def simulate(
     else:
         callback = progress or None
     try:
-        text = _core.simulate(json.dumps(doc), str(directory) if directory else None, callback, obj)
+        text = _core.simulate(to_json(doc), str(directory) if directory else None, callback, obj)
     finally:
         if close:
             close()

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import _core
+from .config import to_json
 
 KIND_NAMES = ("load", "store", "ifetch")
 COLUMNS = {"kind": "<u1", "addr": "<u8", "size": "<u2", "pc": "<u8", "instrs": "<u4"}
@@ -34,7 +35,7 @@ def scan(path: str | Path, thread: int | None = None) -> dict:
 def generate(workload: Mapping[str, Any], path: str | Path, *, seed: int = 1, progress=None) -> dict:
     """Write the stream of a workload (``{"kind": ..., "params": ...}``) to a
     ``.cst`` file; returns the file's summary."""
-    return json.loads(_core.trace_generate(json.dumps(dict(workload)), str(path), seed, None, progress))
+    return json.loads(_core.trace_generate(to_json(dict(workload), "workload"), str(path), seed, None, progress))
 
 
 def write(path: str | Path, accesses: pd.DataFrame | Mapping[str, Any], source: str = "python") -> dict:

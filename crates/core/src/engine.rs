@@ -160,6 +160,11 @@ impl Engine {
             None => config.scheduler.build(&config.sched_build())?,
         };
         let run = &config.config.run;
+        // A producer thread per task pays only while each can have a host
+        // CPU beside the simulation's; beyond that they compete, and their
+        // buffers (a few batches each) add up over hundreds of tasks.
+        let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let prefetch = run.prefetch && config.tasks.len() < host_cpus;
         let mut tasks = Vec::with_capacity(config.tasks.len());
         for (i, spec) in config.tasks.iter().enumerate() {
             let ctx = WorkloadCtx {
@@ -169,7 +174,7 @@ impl Engine {
                 base_dir: base_dir.clone(),
             };
             let mut workload = spec.workload.build(&ctx)?;
-            if run.prefetch {
+            if prefetch {
                 workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
             }
             let counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };

@@ -69,6 +69,12 @@ class Results:
         out["tlb_mpki"] = row["tlb_misses"] / kilo
         return out
 
+    def _stretches(self, table: str, fields: dict[str, str]) -> pd.DataFrame:
+        """A table of stretches (``cores``, ``intervals``, ``windows``): the
+        ``fields`` (column name: JSON key) of each row, then its counters."""
+        rows = [{**{col: r[key] for col, key in fields.items()}, **self._counts(r)} for r in self._data.get(table, [])]
+        return pd.DataFrame(rows)
+
     @property
     def tasks(self) -> pd.DataFrame:
         """One row per task: address space, VM, instructions, cycles, CPI,
@@ -104,24 +110,15 @@ class Results:
         """One row per core: its clock's cycles since warm-up, idle cycles,
         CPI while running, switches, migrations in, and what its tasks did on
         it (misses and MPKI per level)."""
-        rows = []
-        for c in self._data.get("cores", []):
-            row = {k: c[k] for k in ("core", "socket", "cycles", "idle_cycles", "cpi", "switches", "migrations_in")}
-            row.update(self._counts(c))
-            rows.append(row)
-        return pd.DataFrame(rows)
+        keys = ("core", "socket", "cycles", "idle_cycles", "cpi", "switches", "migrations_in")
+        return self._stretches("cores", {k: k for k in keys})
 
     @property
     def intervals(self) -> pd.DataFrame:
         """The time series: one row per task and ``stats.interval`` of its
         instructions (clock at start and end, core at the end, cycles, CPI,
         misses and MPKI per level). Empty unless ``stats.interval`` is set."""
-        rows = []
-        for i in self._data.get("intervals", []):
-            row = {k: i[k] for k in ("task", "index", "start", "end", "core", "cycles", "cpi")}
-            row.update(self._counts(i))
-            rows.append(row)
-        return pd.DataFrame(rows)
+        return self._stretches("intervals", {k: k for k in ("task", "index", "start", "end", "core", "cycles", "cpi")})
 
     @property
     def windows(self) -> pd.DataFrame:
@@ -129,14 +126,9 @@ class Results:
         instructions on the new core (``complete`` is false when it migrated
         again, finished or the run ended first). Empty unless
         ``stats.window`` is set."""
-        rows = []
-        for w in self._data.get("windows", []):
-            row = {"task": w["task"], "start": w["start"], "from_core": w["from"], "to_core": w["to"],
-                   "locality": w["locality"], "timing": w["timing"], "complete": w["complete"],
-                   "cycles": w["cycles"], "cpi": w["cpi"]}
-            row.update(self._counts(w))
-            rows.append(row)
-        return pd.DataFrame(rows)
+        keys = ("task", "start", "from", "to", "locality", "timing", "complete", "cycles", "cpi")
+        renamed = {"from": "from_core", "to": "to_core"}
+        return self._stretches("windows", {renamed.get(k, k): k for k in keys})
 
     @property
     def events(self) -> pd.DataFrame:

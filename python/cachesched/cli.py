@@ -114,6 +114,38 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
         print(f"footprint     {sc['lines_64']:,} lines of 64 B, {sc['pages_4k']:,} pages of 4 KiB")
         if sc["min_addr"] is not None:
             print(f"addresses     {sc['min_addr']:#x} .. {sc['max_addr']:#x}")
+        median = trace.median_reuse(sc)
+        if median is not None:
+            print(f"reuse         median distance {median[0]:,}-{median[1]:,} lines; fully associative LRU "
+                  "hit ratio " + ", ".join(f"{name} {trace.lru_hit_ratio(sc, size):.3f}" for name, size in
+                                           [("32 KiB", 32 << 10), ("1 MiB", 1 << 20), ("8 MiB", 8 << 20)]))
+    return 0
+
+
+def cmd_trace_slice(args: argparse.Namespace) -> int:
+    from . import trace
+
+    summary = trace.slice(args.file, args.output, skip=args.skip, limit=args.limit, thread=args.thread)
+    print(f"wrote {summary['accesses']:,} accesses to {args.output} ({summary['file_bytes']:,} bytes)")
+    return 0
+
+
+def cmd_trace_cat(args: argparse.Namespace) -> int:
+    from . import trace
+
+    index = args.skip
+    print(f"{'#':>12} {'kind':<6} {'address':>18} {'size':>4} {'pc':>18} {'instrs':>6}")
+    for frame in trace.iter_chunks(args.file, skip=args.skip, limit=args.limit, thread=args.thread):
+        lines = [f"{index + i:>12} {trace.KIND_NAMES[k]:<6} {a:#18x} {s:>4} {p:#18x} {n:>6}"
+                 for i, (k, a, s, p, n) in enumerate(zip(frame["kind"], frame["addr"], frame["size"], frame["pc"],
+                                                          frame["instrs"]))]
+        try:
+            print("\n".join(lines))
+        except BrokenPipeError:
+            # `cachesched trace cat x.cst | head`: the reader has seen enough.
+            sys.stdout = None
+            return 0
+        index += len(frame)
     return 0
 
 
@@ -193,6 +225,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a generator parameter, e.g. --param working_set_bytes=64MiB (repeatable)")
     gen.add_argument("--seed", type=int, default=1)
     gen.set_defaults(func=cmd_trace_gen)
+    sl = tsub.add_parser("slice", help="copy a range of a trace's accesses to a new .cst file")
+    sl.add_argument("file")
+    sl.add_argument("-o", "--output", required=True, help="trace file to write")
+    sl.add_argument("--skip", type=int, default=0, help="accesses to leave out at the start")
+    sl.add_argument("--limit", type=int, help="accesses to keep (default: all after the skip)")
+    sl.add_argument("--thread", type=int, help="thread of a multi-thread trace")
+    sl.set_defaults(func=cmd_trace_slice)
+    cat = tsub.add_parser("cat", help="print a trace's accesses as text")
+    cat.add_argument("file")
+    cat.add_argument("--skip", type=int, default=0, help="accesses to leave out at the start")
+    cat.add_argument("--limit", type=int, help="accesses to print (default: all)")
+    cat.add_argument("--thread", type=int, help="thread of a multi-thread trace")
+    cat.set_defaults(func=cmd_trace_cat)
 
     be = sub.add_parser("bench", help="throughput benchmark against pycachesim")
     be.add_argument("--accesses", type=int, default=50_000_000, help="trace length (default 50M)")

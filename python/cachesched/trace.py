@@ -28,8 +28,58 @@ def info(path: str | Path) -> dict:
 
 def scan(path: str | Path, thread: int | None = None) -> dict:
     """Read a whole stream: counts by kind, instructions, footprint in 64 B
-    lines and 4 KiB pages, and the address range."""
+    lines and 4 KiB pages, the address range, and the reuse distances of the
+    data references (``reuse_cold`` first references, ``reuse_buckets[b]``
+    reuses at a distance of 0 for ``b = 0``, else in ``[2^(b-1), 2^b)`` lines)."""
     return json.loads(_core.trace_scan(str(path), thread))
+
+
+def lru_hit_ratio(scan_result: Mapping[str, Any], cache_bytes: int, line_bytes: int = 64) -> float:
+    """Hit ratio of the data references in a fully associative LRU cache of
+    ``cache_bytes`` (a power of two times 64 B: exact), from a :func:`scan`."""
+    lines = cache_bytes // line_bytes
+    if lines <= 0 or lines & (lines - 1):
+        raise ValueError(f"cache_bytes: expected a power of two multiple of {line_bytes}, got {cache_bytes}")
+    buckets = scan_result["reuse_buckets"]
+    total = scan_result["reuse_cold"] + sum(buckets)
+    return sum(buckets[:lines.bit_length()]) / total if total else 0.0
+
+
+def median_reuse(scan_result: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The range ``[lo, hi)`` of lines holding the median reuse distance of
+    the data references that are reuses, or None without reuses."""
+    buckets = scan_result["reuse_buckets"]
+    half, seen = sum(buckets) / 2, 0
+    for b, n in enumerate(buckets):
+        seen += n
+        if n and seen >= half:
+            return (0, 1) if b == 0 else (1 << (b - 1), 1 << b)
+    return None
+
+
+def slice(path: str | Path, output: str | Path, *, skip: int = 0, limit: int | None = None,
+          thread: int | None = None, progress=None) -> dict:
+    """Write accesses ``skip .. skip + limit`` of one thread of ``path`` to a new
+    ``.cst`` file (as its thread 0); returns the new file's summary."""
+    params: dict[str, Any] = {"path": str(Path(path).resolve()), "skip": skip}
+    if limit is not None:
+        params["limit"] = limit
+    if thread is not None:
+        params["thread"] = thread
+    return generate({"kind": "trace", "params": params}, output, progress=progress)
+
+
+def iter_chunks(path: str | Path, *, skip: int = 0, limit: int | None = None, thread: int | None = None,
+                chunk: int = 1 << 16):
+    """Yield a stream's accesses as DataFrames of at most ``chunk`` rows."""
+    done = 0
+    while limit is None or done < limit:
+        want = chunk if limit is None else min(chunk, limit - done)
+        frame = read(path, thread=thread, skip=skip + done, limit=want)
+        if frame.empty:
+            return
+        yield frame
+        done += len(frame)
 
 
 def generate(workload: Mapping[str, Any], path: str | Path, *, seed: int = 1, progress=None) -> dict:

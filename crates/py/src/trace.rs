@@ -65,6 +65,9 @@ fn trace_scan(py: Python<'_>, path: PathBuf, thread: Option<u32>) -> PyResult<St
             "pages_4k": s.pages_4k,
             "min_addr": s.min_addr.map(|a| a.0),
             "max_addr": s.max_addr.map(|a| a.0),
+            "reuse_cold": s.reuse.cold,
+            // Bucket 0: distance 0; bucket b: distances in [2^(b-1), 2^b). Trailing empty buckets dropped.
+            "reuse_buckets": &s.reuse.buckets[..s.reuse.buckets.iter().rposition(|&n| n > 0).map_or(0, |b| b + 1)],
         });
         Ok(stats.to_string())
     })

@@ -7,6 +7,7 @@
 pub mod file;
 pub mod native;
 pub mod prefetch;
+pub mod reuse;
 pub mod synthetic;
 
 use std::path::PathBuf;

@@ -34,6 +34,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use zstd::zstd_safe;
 
+use super::reuse::{ReuseDistances, ReuseHistogram};
 use super::Workload;
 use crate::error::{Error, Result, TracePos};
 use crate::types::{Access, AccessKind, VirtAddr};
@@ -1805,6 +1806,9 @@ pub struct TraceStats {
     pub min_addr: Option<VirtAddr>,
     /// Highest first address of an access.
     pub max_addr: Option<VirtAddr>,
+    /// Reuse distances of the data references, in 64-byte lines (each
+    /// reference counted at its first line).
+    pub reuse: ReuseHistogram,
 }
 
 /// Read a whole stream and compute its [`TraceStats`] (memory grows with
@@ -1813,6 +1817,7 @@ pub fn scan_workload(workload: &mut dyn Workload) -> Result<TraceStats> {
     let mut stats = TraceStats::default();
     let mut lines = SeenSet::default();
     let mut pages = SeenSet::default();
+    let mut reuse = ReuseDistances::default();
     let mut buf = vec![Access::default(); 4096];
     loop {
         let n = workload.fill(&mut buf)?;
@@ -1833,8 +1838,12 @@ pub fn scan_workload(workload: &mut dyn Workload) -> Result<TraceStats> {
             }
             stats.min_addr = Some(stats.min_addr.map_or(a.addr, |m| m.min(a.addr)));
             stats.max_addr = Some(stats.max_addr.map_or(a.addr, |m| m.max(a.addr)));
+            if a.kind != AccessKind::Ifetch {
+                reuse.record(first >> 6);
+            }
         }
     }
+    stats.reuse = reuse.histogram;
     stats.lines_64 = lines.len();
     stats.pages_4k = pages.len();
     Ok(stats)
@@ -2282,6 +2291,9 @@ mod tests {
         ];
         let (bytes, _) = write_trace(&[0], &records, opts(2));
         let stats = scan_workload(&mut reader(&bytes, None).unwrap()).unwrap();
+        // The three data references are to line 0x40 (counted at its first line): one cold, two at distance 0.
+        let mut reuse = ReuseHistogram { cold: 1, ..ReuseHistogram::default() };
+        reuse.buckets[0] = 2;
         assert_eq!(
             stats,
             TraceStats {
@@ -2292,6 +2304,7 @@ mod tests {
                 pages_4k: 2,
                 min_addr: Some(VirtAddr(0x1000)),
                 max_addr: Some(VirtAddr(0x5000)),
+                reuse,
             }
         );
     }

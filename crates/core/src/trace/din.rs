@@ -111,18 +111,12 @@ fn parse(line: &[u8], dialect: Dialect) -> Result<Record, Bad> {
     })
 }
 
-/// Whether a file's first bytes look like din: every complete line is a
-/// record of the dialect of the first, and there is at least one.
+/// Whether a file's first bytes look like din: the first line that is not
+/// blank is a din record (only the first, as for lackey).
 pub fn sniff(head: &[u8]) -> bool {
-    let mut dialect = None;
-    for line in head_lines(head, super::file::SNIFF_BYTES) {
-        let Some(d) = dialect.or_else(|| dialect_of(line)) else { continue };
-        dialect = Some(d);
-        if !matches!(parse(line, d), Ok(Record::Ref { .. } | Record::Control | Record::Blank)) {
-            return false;
-        }
-    }
-    dialect.is_some()
+    let mut lines = head_lines(head, super::file::SNIFF_BYTES);
+    let first = lines.find_map(|line| dialect_of(line).map(|dialect| (line, dialect)));
+    first.is_some_and(|(line, dialect)| parse(line, dialect).is_ok())
 }
 
 /// Streams the accesses of a din trace from any reader.
@@ -262,7 +256,7 @@ mod tests {
         assert!(sniff(b"r 100 4\ni 400 4\n"));
         assert!(!sniff(b"I  0400,3\n"));
         assert!(!sniff(b"hello world\n"));
-        assert!(!sniff(b"0 100\nr 100 4\n"));
+        assert!(!sniff(b"r 100\n0 100\n"));
         assert!(!sniff(b""));
     }
 }

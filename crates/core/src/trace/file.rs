@@ -57,8 +57,8 @@ pub const SNIFF_BYTES: usize = 512;
 
 /// Recognisers tried in order by `format = "auto"`: each gets up to
 /// [`SNIFF_BYTES`] leading bytes of the file (decompressed). Formats with a
-/// magic number come first; then the text formats, whose every complete
-/// line in those bytes must parse; ChampSim, which has no magic, last.
+/// magic number come first; then the text formats, whose first line must
+/// parse; ChampSim, which has no magic, last.
 const SNIFFERS: &[(TraceFormat, Sniffer)] = &[
     (TraceFormat::Cst, |head| head.starts_with(&native::MAGIC)),
     (TraceFormat::Lackey, lackey::sniff),

@@ -96,18 +96,13 @@ fn parse(line: &[u8]) -> Result<Line, Bad> {
     })
 }
 
-/// Whether a file's first bytes look like lackey output: every complete
-/// line is a lackey record or a valgrind message, and there is at least one.
+/// Whether a file's first bytes look like lackey output: the first line
+/// that is not blank is a lackey record or a valgrind message. (Only the
+/// first, so that a damaged line further on is reported by the reader, with
+/// its position, rather than making the format unrecognisable.)
 pub fn sniff(head: &[u8]) -> bool {
-    let mut any = false;
-    for line in head_lines(head, super::file::SNIFF_BYTES) {
-        match parse(line) {
-            Ok(Line::Blank) => {}
-            Ok(_) => any = true,
-            Err(_) => return false,
-        }
-    }
-    any
+    let first = head_lines(head, super::file::SNIFF_BYTES).find(|l| parse(l) != Ok(Line::Blank));
+    first.is_some_and(|line| parse(line).is_ok())
 }
 
 /// Streams the accesses of a lackey trace from any reader (a file or a pipe).
@@ -307,6 +302,8 @@ mod tests {
         assert!(sniff(b"==1== x\n"));
         assert!(!sniff(b""));
         assert!(!sniff(b"0 1000\n2 2cb5\n"));
-        assert!(!sniff(b"I  0400,3\nhello\n"));
+        assert!(!sniff(b"hello\nI  0400,3\n"));
+        // A damaged line after the first is left for the reader to report.
+        assert!(sniff(b"I  0400,3\nhello\n"));
     }
 }

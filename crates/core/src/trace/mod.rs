@@ -5,6 +5,7 @@
 //! per few thousand accesses, not once per access.
 
 pub mod champsim;
+pub mod convert;
 pub mod din;
 pub mod file;
 pub mod lackey;

@@ -33,3 +33,14 @@ def trace_write(
 def trace_read(
     path: str, thread: Optional[int] = None, skip: int = 0, limit: Optional[int] = None
 ) -> dict[str, bytes]: ...
+def trace_convert(params_json: str, path: str, progress: Optional[Progress] = None) -> str: ...
+def trace_record(
+    pipe: str,
+    path: str,
+    source: str,
+    meta_json: str,
+    skip_instructions: int = 0,
+    limit: Optional[int] = None,
+    ifetch: bool = False,
+    progress: Optional[Progress] = None,
+) -> str: ...

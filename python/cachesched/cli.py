@@ -165,6 +165,61 @@ def cmd_trace_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(quiet: bool, unit: str):
+    """A progress callback and its closer: a tqdm bar on stderr, none if quiet."""
+    if quiet:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit=unit, unit_scale=True, delay=1.0, file=sys.stderr, leave=False, dynamic_ncols=True)
+    return (lambda done, total: bar.update(done - bar.n)), bar.close
+
+
+def _wrote(summary: dict, path: str, source_bytes: int | None = None) -> str:
+    text = (f"wrote {summary['accesses']:,} accesses, {summary['instructions']:,} instructions to {path} "
+            f"({summary['file_bytes']:,} bytes, {summary['bytes_per_access']:.2f} bytes/access")
+    if source_bytes:
+        text += f", {source_bytes / summary['file_bytes']:.1f}x smaller than the input"
+    return text + ")"
+
+
+def cmd_trace_convert(args: argparse.Namespace) -> int:
+    from . import trace
+
+    params: dict = {}
+    if args.access_bytes is not None:
+        params["access_bytes"] = args.access_bytes
+    if args.ifetch:
+        params["ifetch"] = True
+    progress, close = _progress(args.quiet, " accesses")
+    try:
+        result = trace.convert(args.input, args.output, format=args.format, progress=progress, **params)
+    finally:
+        close()
+    if not args.quiet:
+        print(f"read {args.input} as {result['format']}; "
+              + _wrote(result["summary"], args.output, Path(args.input).stat().st_size))
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from .record import record
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    progress, close = _progress(args.quiet, " lackey accesses")
+    try:
+        result = record(command, args.output, skip=args.skip, limit=args.limit, ifetch=args.ifetch,
+                        progress=progress)
+    finally:
+        close()
+    if not args.quiet:
+        how = "stopped at the limit" if result["limit_reached"] else "the program ran to its end"
+        print(f"{_wrote(result, args.output)}; {how}", file=sys.stderr)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
 
@@ -238,6 +293,27 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--limit", type=int, help="accesses to print (default: all)")
     cat.add_argument("--thread", type=int, help="thread of a multi-thread trace")
     cat.set_defaults(func=cmd_trace_cat)
+
+    conv = tsub.add_parser("convert", help="convert a lackey, ChampSim, din (or .cst) trace to a .cst file")
+    conv.add_argument("input", help="trace to read; gzip and xz are decompressed")
+    conv.add_argument("output", help=".cst file to write")
+    conv.add_argument("--format", default="auto", choices=["auto", "lackey", "champsim", "din", "cst"],
+                      help="input format (default: recognised from the first bytes)")
+    conv.add_argument("--access-bytes", type=int, help="ChampSim only: bytes per access (default 64)")
+    conv.add_argument("--ifetch", action="store_true", help="lackey only: keep instruction fetches")
+    conv.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    conv.set_defaults(func=cmd_trace_convert)
+
+    rec = sub.add_parser("record", help="record a program's memory accesses with valgrind lackey",
+                         usage="cachesched record -o OUT.cst [--skip N] [--limit M] [--ifetch] [-q] -- PROGRAM ARGS...")
+    rec.add_argument("-o", "--output", required=True, help=".cst file to write")
+    rec.add_argument("--skip", type=int, default=0, metavar="N",
+                     help="drop the accesses of the first N instructions (warm-up)")
+    rec.add_argument("--limit", type=int, metavar="M", help="stop after M accesses (and stop the program)")
+    rec.add_argument("--ifetch", action="store_true", help="keep instruction fetches as accesses")
+    rec.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    rec.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+    rec.set_defaults(func=cmd_record)
 
     be = sub.add_parser("bench", help="throughput benchmark against pycachesim")
     be.add_argument("--accesses", type=int, default=50_000_000, help="trace length (default 50M)")

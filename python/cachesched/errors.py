@@ -59,6 +59,11 @@ class TraceError(CacheschedError, OSError):
         return self.args[0]
 
 
+class RecordError(CacheschedError, RuntimeError):
+    """Recording a program failed: valgrind or the program is missing, the
+    program failed or was killed, or it made no memory accesses."""
+
+
 class SimulationError(CacheschedError):
     """The simulation could not continue."""
 

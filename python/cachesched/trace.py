@@ -88,6 +88,19 @@ def generate(workload: Mapping[str, Any], path: str | Path, *, seed: int = 1, pr
     return json.loads(_core.trace_generate(to_json(dict(workload), "workload"), str(path), seed, None, progress))
 
 
+def convert(source: str | Path, path: str | Path, *, format: str = "auto", progress=None, **params: Any) -> dict:
+    """Convert a trace in any supported format (lackey, champsim, din or cst;
+    ``auto`` recognises it, gzip and xz included) to a ``.cst`` file.
+
+    ``params`` are the other keys of a ``kind = "trace"`` workload (``skip``,
+    ``limit``, ``ifetch``, ``access_bytes``; see docs/trace-formats.md).
+    Returns ``{"format": ..., "summary": ...}``; ``progress(done, None)`` is
+    called with the accesses read, about every million.
+    """
+    table = {"path": str(source), "format": format, **params}
+    return json.loads(_core.trace_convert(to_json(table, "params"), str(path), progress))
+
+
 def write(path: str | Path, accesses: pd.DataFrame | Mapping[str, Any], source: str = "python") -> dict:
     """Write accesses (a DataFrame or a dict of columns) to a ``.cst`` file.
 

@@ -1,10 +1,14 @@
 //! Trace tools exposed to Python: summaries, scans, generation, and moving
 //! access columns between `.cst` files and NumPy (as little-endian bytes).
 
+use std::fs::File;
 use std::path::PathBuf;
 
 use cachesched_core::config::{parse_at, PluginConfig};
 use cachesched_core::error::Error;
+use cachesched_core::trace::convert::{copy, CopyOptions};
+use cachesched_core::trace::file::{TraceFormat, TraceParams};
+use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};
 use cachesched_core::trace::native::{scan, NativeReader, NativeWriter, TraceHeader, TraceSummary};
 use cachesched_core::trace::{Workload, WorkloadConfig, WorkloadCtx};
 use cachesched_core::{Access, AccessKind, VirtAddr};
@@ -116,6 +120,84 @@ fn trace_generate(
         });
         match outcome {
             Ok(summary) => Ok(summary_json(&summary).to_string()),
+            Err(e) => Err(reporter.finish(py, e)),
+        }
+    })
+}
+
+/// Convert a trace in any format (`params`: the JSON of a `kind = "trace"`
+/// workload's params, path included) to a `.cst` file; returns its summary
+/// and the format read as JSON. `progress(done, None)` gets the accesses
+/// read so far.
+#[pyfunction]
+#[pyo3(signature = (params_json, path, progress=None))]
+fn trace_convert(py: Python<'_>, params_json: &str, path: PathBuf, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    guarded(py, || {
+        let raw: serde_json::Value = serde_json::from_str(params_json)
+            .map_err(|e| to_py_err(py, Error::config("params", "invalid_json", e.to_string())))?;
+        let params: TraceParams = parse_at(&raw, "params").map_err(|e| to_py_err(py, e))?;
+        let ctx = WorkloadCtx { seed: 0, component: "task0".into(), loc: String::new(), base_dir: None };
+        let mut reporter = Reporter::new(progress.as_ref());
+        let outcome = py.detach(|| -> Result<(TraceFormat, TraceSummary), Error> {
+            let (format, mut workload) = params.open(&ctx)?;
+            let mut header = TraceHeader::new(format!("{} trace {}", format.name(), params.path));
+            header.meta = json!({"converted_from": {"path": params.path, "format": format.name()}});
+            let writer = NativeWriter::create(&path, &header)?;
+            let copied =
+                copy(workload.as_mut(), writer, CopyOptions::default(), &mut |done| reporter.report(done, None))?;
+            Ok((format, copied.summary))
+        });
+        match outcome {
+            Ok((format, summary)) => {
+                Ok(json!({"format": format.name(), "summary": summary_json(&summary)}).to_string())
+            }
+            Err(e) => Err(reporter.finish(py, e)),
+        }
+    })
+}
+
+/// Convert lackey output arriving on the pipe `pipe` (a path such as
+/// `/dev/fd/5`) to a `.cst` file as it comes: drop the accesses of the first
+/// `skip_instructions` instructions, stop after `limit` accesses.
+/// `meta_json` goes into the header. Returns JSON: the summary, whether the
+/// limit was reached, the instructions lackey reported (`I` lines read), and
+/// valgrind's last message lines.
+#[pyfunction]
+#[pyo3(signature = (pipe, path, source, meta_json, skip_instructions=0, limit=None, ifetch=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn trace_record(
+    py: Python<'_>,
+    pipe: PathBuf,
+    path: PathBuf,
+    source: &str,
+    meta_json: &str,
+    skip_instructions: u64,
+    limit: Option<u64>,
+    ifetch: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    guarded(py, || {
+        let meta: serde_json::Value = serde_json::from_str(meta_json)
+            .map_err(|e| to_py_err(py, Error::config("meta", "invalid_json", e.to_string())))?;
+        let mut reporter = Reporter::new(progress.as_ref());
+        let outcome = py.detach(|| -> Result<serde_json::Value, Error> {
+            let name = "lackey output".to_string();
+            let src = File::open(&pipe).map_err(|e| Error::io(pipe.display().to_string(), e))?;
+            let mut reader = LackeyReader::new(src, name, LackeyOptions { ifetch });
+            let mut header = TraceHeader::new(source);
+            header.meta = meta;
+            let writer = NativeWriter::create(&path, &header)?;
+            let options = CopyOptions { skip_instructions, limit };
+            let copied = copy(&mut reader, writer, options, &mut |done| reporter.report(done, None))?;
+            Ok(json!({
+                "summary": summary_json(&copied.summary),
+                "limit_reached": copied.limit_reached,
+                "instructions_read": reader.instructions(),
+                "messages": reader.messages().collect::<Vec<_>>(),
+            }))
+        });
+        match outcome {
+            Ok(result) => Ok(result.to_string()),
             Err(e) => Err(reporter.finish(py, e)),
         }
     })
@@ -233,5 +315,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_generate, m)?)?;
     m.add_function(wrap_pyfunction!(trace_write, m)?)?;
     m.add_function(wrap_pyfunction!(trace_read, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_record, m)?)?;
     Ok(())
 }

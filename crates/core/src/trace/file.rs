@@ -3,16 +3,20 @@
 //! One workload kind covers every trace format, so a config names a file and,
 //! at most, a format; the format is normally recognised from the file's first
 //! bytes. This file owns the parameters shared by all formats (which thread,
-//! how many accesses to skip and keep) and the dispatch to each format's
-//! reader; the readers themselves live in their own modules (`native` for
-//! `.cst`; lackey, ChampSim and din readers register here when they land).
+//! how many accesses to skip and keep), the gzip and xz decompression that
+//! every streamed format gets, and the dispatch to each format's reader; the
+//! readers themselves live in their own modules (`native` for `.cst`,
+//! `lackey`, `champsim`, `din`).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::champsim::{self, ChampsimReader};
+use super::din::{self, DinReader};
+use super::lackey::{self, LackeyOptions, LackeyReader};
 use super::native::{self, NativeReader};
 use super::{Workload, WorkloadCtx};
 use crate::error::{join_path, Error, Result, TracePos};
@@ -27,6 +31,12 @@ pub enum TraceFormat {
     Auto,
     /// The native `.cst` format (see `docs/trace-formats.md`).
     Cst,
+    /// valgrind lackey text (`--tool=lackey --trace-mem=yes`).
+    Lackey,
+    /// ChampSim `input_instr` records.
+    Champsim,
+    /// Dinero din text, traditional or extended.
+    Din,
 }
 
 impl TraceFormat {
@@ -35,6 +45,9 @@ impl TraceFormat {
         match self {
             TraceFormat::Auto => "auto",
             TraceFormat::Cst => "cst",
+            TraceFormat::Lackey => "lackey",
+            TraceFormat::Champsim => "champsim",
+            TraceFormat::Din => "din",
         }
     }
 }
@@ -43,9 +56,34 @@ impl TraceFormat {
 pub const SNIFF_BYTES: usize = 512;
 
 /// Recognisers tried in order by `format = "auto"`: each gets up to
-/// [`SNIFF_BYTES`] leading bytes of the file. Formats with a magic number
-/// come first; text formats, when added, go after them with a content check.
-const SNIFFERS: &[(TraceFormat, Sniffer)] = &[(TraceFormat::Cst, |head| head.starts_with(&native::MAGIC))];
+/// [`SNIFF_BYTES`] leading bytes of the file (decompressed). Formats with a
+/// magic number come first; then the text formats, whose first line must
+/// parse; ChampSim, which has no magic, last.
+const SNIFFERS: &[(TraceFormat, Sniffer)] = &[
+    (TraceFormat::Cst, |head| head.starts_with(&native::MAGIC)),
+    (TraceFormat::Lackey, lackey::sniff),
+    (TraceFormat::Din, din::sniff),
+    (TraceFormat::Champsim, champsim::sniff),
+];
+
+/// Compressions recognised by their magic bytes, for the streamed formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    Gzip,
+    Xz,
+}
+
+impl Compression {
+    fn detect(head: &[u8]) -> Option<Compression> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Some(Compression::Gzip)
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            Some(Compression::Xz)
+        } else {
+            None
+        }
+    }
+}
 
 /// Tells whether a file's leading bytes are in one format.
 type Sniffer = fn(&[u8]) -> bool;
@@ -71,11 +109,21 @@ pub struct TraceParams {
     pub skip: u64,
     /// Stop after this many accesses (after the skip); all if absent.
     pub limit: Option<u64>,
+    /// lackey only: keep the `I` lines as instruction fetches.
+    pub ifetch: bool,
+    /// ChampSim only: bytes of each access (the format records none); 64
+    /// if absent.
+    pub access_bytes: Option<u16>,
 }
 
 impl TraceParams {
     /// Open the trace and position it after `skip` accesses.
     pub fn build(&self, ctx: &WorkloadCtx) -> Result<Box<dyn Workload>> {
+        self.open(ctx).map(|(_, workload)| workload)
+    }
+
+    /// Like [`build`](Self::build), also saying which format was read.
+    pub fn open(&self, ctx: &WorkloadCtx) -> Result<(TraceFormat, Box<dyn Workload>)> {
         let loc = |key: &str| join_path(&ctx.loc, &format!("params.{key}"));
         if self.path.is_empty() {
             return Err(Error::config(loc("path"), "missing_field", "the path of the trace file is required"));
@@ -83,17 +131,77 @@ impl TraceParams {
         let path = resolve(&self.path, ctx.base_dir.as_deref());
         let name = path.display().to_string();
         let mut file = File::open(&path).map_err(|e| Error::io(&name, e))?;
-        let format = match self.format {
-            TraceFormat::Auto => sniff(&mut file, &name)?,
-            other => other,
+        let raw = read_head(&mut file, &name)?;
+        file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&name, e))?;
+        let native = matches!(self.format, TraceFormat::Cst)
+            || self.format == TraceFormat::Auto && raw.starts_with(&native::MAGIC);
+        let (format, inner) = if native {
+            self.check_options(TraceFormat::Cst, &loc)?;
+            (TraceFormat::Cst, self.open_cst(file, name, &loc)?)
+        } else {
+            let (format, src) = stream(file, &raw, &name, self.format)?;
+            self.check_options(format, &loc)?;
+            (format, self.open_stream(format, src, name, &loc)?)
         };
-        let inner: Box<dyn Workload> = match format {
-            TraceFormat::Cst | TraceFormat::Auto => self.open_cst(file, name, &loc)?,
+        Ok((
+            format,
+            match self.limit {
+                Some(limit) => Box::new(Limited { inner, left: limit }),
+                None => inner,
+            },
+        ))
+    }
+
+    /// Reject the options that do not apply to `format`.
+    fn check_options(&self, format: TraceFormat, loc: &dyn Fn(&str) -> String) -> Result<()> {
+        if self.ifetch && format != TraceFormat::Lackey {
+            let message = format!("ifetch applies to lackey traces only; this trace is {}", format.name());
+            return Err(Error::config(loc("ifetch"), "not_applicable", message));
+        }
+        match self.access_bytes {
+            Some(_) if format != TraceFormat::Champsim => {
+                let message = format!("access_bytes applies to ChampSim traces only; this trace is {}", format.name());
+                Err(Error::config(loc("access_bytes"), "not_applicable", message))
+            }
+            Some(0) => Err(Error::config(loc("access_bytes"), "out_of_range", "access_bytes must be at least 1")),
+            _ => Ok(()),
+        }
+    }
+
+    /// A reader of a single-thread streamed format, after `skip` accesses.
+    fn open_stream(
+        &self,
+        format: TraceFormat,
+        src: Box<dyn Read + Send>,
+        name: String,
+        loc: &dyn Fn(&str) -> String,
+    ) -> Result<Box<dyn Workload>> {
+        if let Some(t) = self.thread.filter(|&t| t != 0) {
+            let message =
+                format!("{name} is a {} trace, which holds one thread, 0; there is no thread {t}", format.name());
+            return Err(Error::config(loc("thread"), "unknown_thread", message));
+        }
+        let mut reader: Box<dyn Workload> = match format {
+            TraceFormat::Lackey => {
+                Box::new(LackeyReader::new(src, name.clone(), LackeyOptions { ifetch: self.ifetch }))
+            }
+            TraceFormat::Champsim => Box::new(ChampsimReader::new(
+                src,
+                name.clone(),
+                self.access_bytes.unwrap_or(champsim::DEFAULT_ACCESS_BYTES),
+            )),
+            TraceFormat::Din => Box::new(DinReader::new(src, name.clone())),
+            TraceFormat::Cst | TraceFormat::Auto => unreachable!("{} is not a streamed format", format.name()),
         };
-        Ok(match self.limit {
-            Some(limit) => Box::new(Limited { inner, left: limit }),
-            None => inner,
-        })
+        let skipped = discard(reader.as_mut(), self.skip)?;
+        if skipped < self.skip {
+            return Err(Error::config(
+                loc("skip"),
+                "out_of_range",
+                format!("skip = {} is past the end of {name}, which has {skipped} accesses", self.skip),
+            ));
+        }
+        Ok(reader)
     }
 
     fn open_cst(&self, mut file: File, name: String, loc: &dyn Fn(&str) -> String) -> Result<Box<dyn Workload>> {
@@ -147,22 +255,60 @@ fn resolve(path: &str, base: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Recognise the format of `file` from its first bytes and rewind it.
-fn sniff(file: &mut File, name: &str) -> Result<TraceFormat> {
+/// Up to [`SNIFF_BYTES`] leading bytes of `src`.
+fn read_head(src: &mut dyn Read, name: &str) -> Result<Vec<u8>> {
     let mut head = Vec::with_capacity(SNIFF_BYTES);
-    file.by_ref()
-        .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut head)
-        .and_then(|_| file.seek(SeekFrom::Start(0)))
-        .map_err(|e| Error::io(name, e))?;
-    detect(&head).ok_or_else(|| {
-        let known = SNIFFERS.iter().map(|(f, _)| f.name()).collect::<Vec<_>>().join(", ");
-        Error::trace(
-            name,
-            TracePos { offset: Some(0), ..TracePos::default() },
-            format!("unrecognised trace format (known: {known}); set format to force one"),
-        )
-    })
+    src.take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| {
+        let at = TracePos { offset: Some(head.len() as u64), ..TracePos::default() };
+        Error::trace(name, at, format!("read failed: {e}"))
+    })?;
+    Ok(head)
+}
+
+/// `file` (whose first bytes are `raw`) as a stream, decompressed if it is
+/// gzip or xz, and the format it holds: `format`, or if that is `auto`,
+/// the one recognised from the decompressed first bytes.
+fn stream(file: File, raw: &[u8], name: &str, format: TraceFormat) -> Result<(TraceFormat, Box<dyn Read + Send>)> {
+    let buffered = BufReader::with_capacity(1 << 16, file);
+    let compression = Compression::detect(raw);
+    let mut src: Box<dyn Read + Send> = match compression {
+        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(buffered)),
+        Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(buffered)),
+        None => Box::new(buffered),
+    };
+    let head = read_head(&mut src, name)?;
+    let at_start = TracePos { offset: Some(0), ..TracePos::default() };
+    let format = match format {
+        TraceFormat::Auto => detect(&head).ok_or_else(|| {
+            let known = SNIFFERS.iter().map(|(f, _)| f.name()).collect::<Vec<_>>().join(", ");
+            Error::trace(
+                name,
+                at_start.clone(),
+                format!("unrecognised trace format (known: {known}); set format to force one"),
+            )
+        })?,
+        other => other,
+    };
+    if format == TraceFormat::Cst {
+        let message = "a compressed .cst file cannot be read (the format needs seeking); decompress it first";
+        return Err(Error::trace(name, at_start, message));
+    }
+    Ok((format, Box::new(Cursor::new(head).chain(src))))
+}
+
+/// Read and drop up to `n` accesses of `workload`; returns how many there were.
+fn discard(workload: &mut dyn Workload, n: u64) -> Result<u64> {
+    let mut buf = vec![Access::default(); 4096];
+    let mut done = 0;
+    while done < n {
+        let want = buf.len().min((n - done).min(usize::MAX as u64) as usize);
+        let got = workload.fill(&mut buf[..want])?;
+        if got == 0 {
+            break;
+        }
+        done += got as u64;
+    }
+    Ok(done)
 }
 
 /// Passes on at most `left` more accesses of `inner`.
@@ -340,7 +486,7 @@ mod tests {
     #[test]
     fn unrecognised_content_is_a_trace_error() {
         let dir = Scratch::new("garbage");
-        std::fs::write(dir.0.join("text.txt"), "I 0400d7d4,8\n").unwrap();
+        std::fs::write(dir.0.join("text.txt"), "hello, world\n").unwrap();
         let err = fails(&dir.0, serde_json::json!({"path": "text.txt"}));
         assert!(matches!(err, Error::Trace { .. }), "{err}");
         assert!(err.to_string().contains("unrecognised trace format"), "{err}");
@@ -361,14 +507,106 @@ mod tests {
         let WorkloadConfig::Trace(p) = parsed else { panic!("expected a trace config") };
         assert_eq!(
             p,
-            TraceParams { path: "x.cst".into(), format: TraceFormat::Cst, thread: Some(3), skip: 10, limit: Some(20) }
+            TraceParams {
+                path: "x.cst".into(),
+                format: TraceFormat::Cst,
+                thread: Some(3),
+                skip: 10,
+                limit: Some(20),
+                ..TraceParams::default()
+            }
         );
     }
 
+    const LACKEY: &str = "==9== Lackey\nI  0400,3\n L 1000,8\nI  0403,2\n S 1008,8\n M 1010,4\n";
+
+    /// `text` compressed with gzip and with xz.
+    fn compressed(text: &[u8]) -> [(&'static str, Vec<u8>); 2] {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(text).unwrap();
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(text).unwrap();
+        [("gz", gz.finish().unwrap()), ("xz", xz.finish().unwrap())]
+    }
+
     #[test]
-    fn detect_recognises_the_native_magic_only() {
+    fn streamed_formats_are_recognised_raw_and_compressed_with_skip_and_limit() {
+        let dir = Scratch::new("streamed");
+        std::fs::write(dir.0.join("t.lackey"), LACKEY).unwrap();
+        let all = collect(build(&dir.0, serde_json::json!({"path": "t.lackey"})).unwrap().as_mut()).unwrap();
+        assert_eq!(all.len(), 4);
+        for (ext, bytes) in compressed(LACKEY.as_bytes()) {
+            let file = format!("t.lackey.{ext}");
+            std::fs::write(dir.0.join(&file), bytes).unwrap();
+            let mut w = build(&dir.0, serde_json::json!({"path": file})).unwrap();
+            assert_eq!(collect(w.as_mut()).unwrap(), all, "{ext}");
+            let mut w = build(&dir.0, serde_json::json!({"path": file, "format": "lackey", "thread": 0})).unwrap();
+            assert_eq!(collect(w.as_mut()).unwrap(), all, "{ext}");
+        }
+        let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "skip": 1, "limit": 2})).unwrap();
+        assert_eq!(collect(w.as_mut()).unwrap(), all[1..3]);
+        let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "skip": 4})).unwrap();
+        assert_eq!(collect(w.as_mut()).unwrap(), vec![]);
+        let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "ifetch": true})).unwrap();
+        assert_eq!(collect(w.as_mut()).unwrap().len(), 6);
+    }
+
+    #[test]
+    fn streamed_formats_reject_what_does_not_apply() {
+        let dir = Scratch::new("streamed-errors");
+        std::fs::write(dir.0.join("t.lackey"), LACKEY).unwrap();
+        std::fs::write(dir.0.join("t.din"), "0 100\n").unwrap();
+        let err = fails(&dir.0, serde_json::json!({"path": "t.lackey", "skip": 5}));
+        assert_eq!(config_loc(&err), ("tasks[0].workload.params.skip".into(), "out_of_range"));
+        assert!(err.to_string().contains("which has 4 accesses"), "{err}");
+        let err = fails(&dir.0, serde_json::json!({"path": "t.lackey", "thread": 1}));
+        assert_eq!(config_loc(&err), ("tasks[0].workload.params.thread".into(), "unknown_thread"));
+        assert!(err.to_string().contains("lackey trace, which holds one thread, 0"), "{err}");
+        let err = fails(&dir.0, serde_json::json!({"path": "t.din", "ifetch": true}));
+        assert_eq!(config_loc(&err), ("tasks[0].workload.params.ifetch".into(), "not_applicable"));
+        let err = fails(&dir.0, serde_json::json!({"path": "t.din", "access_bytes": 8}));
+        assert_eq!(config_loc(&err), ("tasks[0].workload.params.access_bytes".into(), "not_applicable"));
+        let err = fails(&dir.0, serde_json::json!({"path": "t.din", "format": "champsim", "access_bytes": 0}));
+        assert_eq!(config_loc(&err), ("tasks[0].workload.params.access_bytes".into(), "out_of_range"));
+        // A forced format reads the file its way and reports where it fails.
+        let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "format": "din"})).unwrap();
+        let err = collect(w.as_mut()).unwrap_err();
+        assert!(err.to_string().contains("t.lackey: line 1: byte offset 0"), "{err}");
+        // A compressed .cst is named as such.
+        write(&dir.0, "n.cst", &[0], 10);
+        let [(_, gz), _] = compressed(&std::fs::read(dir.0.join("n.cst")).unwrap());
+        std::fs::write(dir.0.join("n.cst.gz"), gz).unwrap();
+        let err = fails(&dir.0, serde_json::json!({"path": "n.cst.gz"}));
+        assert!(err.to_string().contains("compressed .cst"), "{err}");
+    }
+
+    #[test]
+    fn a_truncated_compressed_stream_is_an_error_with_an_offset() {
+        let dir = Scratch::new("truncated");
+        let text = LACKEY.repeat(2000);
+        for (ext, mut bytes) in compressed(text.as_bytes()) {
+            bytes.truncate(bytes.len() / 2);
+            let file = format!("t.lackey.{ext}");
+            std::fs::write(dir.0.join(&file), bytes).unwrap();
+            let mut w = build(&dir.0, serde_json::json!({"path": file})).unwrap();
+            let err = collect(w.as_mut()).unwrap_err();
+            assert!(matches!(&err, Error::Trace { pos, .. } if pos.offset.is_some() && pos.line.is_some()), "{err}");
+            assert!(err.to_string().contains("read failed"), "{err}");
+        }
+    }
+
+    #[test]
+    fn detect_recognises_each_format() {
         assert_eq!(detect(b"CSTRACE\0rest"), Some(TraceFormat::Cst));
         assert_eq!(detect(b"CSTRAC"), None);
         assert_eq!(detect(b""), None);
+        assert_eq!(detect(b"==1== Lackey\nI  0400,3\n S 1000,8\n"), Some(TraceFormat::Lackey));
+        assert_eq!(detect(b"2 0\n0 1000\n"), Some(TraceFormat::Din));
+        assert_eq!(detect(b"r 1000 4\n"), Some(TraceFormat::Din));
+        let mut record = [0u8; 64];
+        record[0] = 0x40;
+        assert_eq!(detect(&record), Some(TraceFormat::Champsim));
+        assert_eq!(detect(b"hello, world\n"), None);
     }
 }

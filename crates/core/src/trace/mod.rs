@@ -4,7 +4,12 @@
 //! batches so that the engine's hot loop calls through the trait object once
 //! per few thousand accesses, not once per access.
 
+pub mod champsim;
+pub mod convert;
+pub mod din;
 pub mod file;
+pub mod lackey;
+pub mod lines;
 pub mod native;
 pub mod prefetch;
 pub mod reuse;
@@ -12,7 +17,7 @@ pub mod synthetic;
 
 use std::path::PathBuf;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::types::Access;
 
 /// A source of [`Access`]es for one task.
@@ -94,6 +99,59 @@ impl Workload for VecWorkload {
     fn len_hint(&self) -> Option<u64> {
         Some(self.accesses.len() as u64)
     }
+}
+
+/// A reader of a format that is read front to back (lackey, din, ChampSim).
+/// Every `Stream` is a [`Workload`] whose errors arrive after the accesses
+/// read before them, and which ends for good after an error.
+pub trait Stream: Send {
+    /// Write accesses into `buf[*n..]`, advancing `*n`; stop when `buf` is
+    /// full or the stream ends. On an error, the accesses already written
+    /// are still delivered.
+    fn fill_some(&mut self, buf: &mut [Access], n: &mut usize) -> Result<()>;
+
+    /// Where the reader keeps an error until its accesses are delivered.
+    fn deferred(&mut self) -> &mut Deferred;
+}
+
+/// An error waiting to be returned by a [`Stream`].
+#[derive(Debug, Default)]
+pub struct Deferred {
+    error: Option<Error>,
+    failed: bool,
+}
+
+impl<T: Stream> Workload for T {
+    fn fill(&mut self, buf: &mut [Access]) -> Result<usize> {
+        let deferred = self.deferred();
+        if let Some(e) = deferred.error.take() {
+            return Err(e);
+        }
+        if deferred.failed {
+            return Ok(0);
+        }
+        let mut n = 0;
+        let result = self.fill_some(buf, &mut n);
+        match result {
+            Ok(()) => Ok(n),
+            Err(e) => {
+                let deferred = self.deferred();
+                deferred.failed = true;
+                if n == 0 {
+                    return Err(e);
+                }
+                deferred.error = Some(e);
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// An access with every field given (the readers' tests).
+#[cfg(test)]
+pub(crate) fn access(kind: crate::types::AccessKind, addr: u64, size: u16, pc: u64, instrs: u32) -> Access {
+    use crate::types::VirtAddr;
+    Access { addr: VirtAddr(addr), pc: VirtAddr(pc), instrs, size, kind }
 }
 
 /// Drain a workload into a vector (tests and small tools only).

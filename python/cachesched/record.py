@@ -1,0 +1,129 @@
+"""Recording real programs: valgrind lackey, piped into the Rust lackey
+reader and the ``.cst`` writer as it runs.
+
+Lackey's text runs to about 20 bytes per access, gigabytes per second of a
+program's run, so it never touches the disk: valgrind writes it to a pipe
+(``--log-fd``) whose other end the Rust core reads, converts and compresses.
+Python only starts and stops the processes and reports how they ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import _core
+from .errors import RecordError
+
+Progress = Callable[[int, "int | None"], None]
+
+#: Lackey's closing count of the instructions it ran.
+_GUEST_INSTRS = re.compile(r"guest instrs:\s+([\d,]+)")
+
+
+def _program(command: Sequence[str]) -> str:
+    """The path of the program ``command`` runs, or a RecordError."""
+    if not command:
+        raise RecordError("no program to record: give it after --, e.g. `cachesched record -o ls.cst -- ls -l`")
+    name = command[0]
+    found = name if "/" in name else shutil.which(name)
+    if found is None or not os.path.isfile(found):
+        raise RecordError(f"program not found: {name}" + ("" if "/" in name else " (not on PATH)"))
+    if not os.access(found, os.X_OK):
+        raise RecordError(f"program is not executable: {found}")
+    return found
+
+
+def _status(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: int | None = None,
+           ifetch: bool = False, progress: Progress | None = None, stdout=None) -> dict:
+    """Run ``command`` under ``valgrind --tool=lackey --trace-mem=yes`` and
+    write its memory accesses to the ``.cst`` file ``output``.
+
+    The accesses of the first ``skip`` instructions are dropped (warm-up);
+    recording stops after ``limit`` accesses, and valgrind with it. With
+    ``ifetch`` instruction fetches are kept as accesses. ``stdout`` is where
+    the program's standard output goes (inherited if None).
+
+    Returns the trace's summary plus ``limit_reached``, ``instructions_read``
+    (lackey's instruction lines read) and ``lackey_instructions`` (lackey's
+    own count, when the program ran to its end). Raises
+    :class:`~cachesched.errors.RecordError` if valgrind or the program is
+    missing, the program fails or is killed, or no access was recorded; the
+    output file is then removed.
+    """
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise RecordError("valgrind is not installed (or not on PATH); install it, e.g. `apt-get install valgrind`")
+    _program(command)
+    if skip < 0 or (limit is not None and limit < 1):
+        raise RecordError("--skip must be at least 0 and --limit at least 1")
+    output = Path(output)
+    meta = {"recorder": "cachesched record", "command": list(command), "skip_instructions": skip, "limit": limit,
+            "ifetch": ifetch, "tool": "valgrind --tool=lackey --trace-mem=yes"}
+    source = f"valgrind lackey: {shlex.join(command)}"
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-fd={write_end}", *command],
+            pass_fds=(write_end,), stdout=stdout,
+        )
+    except BaseException:
+        os.close(read_end)
+        os.close(write_end)
+        raise
+    os.close(write_end)
+    try:
+        result = json.loads(_core.trace_record(f"/dev/fd/{read_end}", str(output), source, json.dumps(meta), skip,
+                                               limit, ifetch, progress))
+    except BaseException:
+        _stop(proc)
+        output.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(read_end)
+    if result["limit_reached"]:
+        _stop(proc)
+    else:
+        code = proc.wait()
+        if code != 0:
+            output.unlink(missing_ok=True)
+            said = [m.split("==", 2)[-1].strip() for m in result["messages"]]
+            said = "\n  ".join(line for line in said if line)[-2000:]
+            raise RecordError(f"{command[0]} {_status(code)} under valgrind; nothing was recorded"
+                              + (f"; valgrind said:\n  {said}" if said else ""))
+    summary = result["summary"]
+    if summary["accesses"] == 0:
+        output.unlink(missing_ok=True)
+        raise RecordError(f"empty trace: {command[0]} made no memory accesses after the first {skip:,} instructions "
+                          f"(it ran {result['instructions_read']:,})")
+    counted = [_GUEST_INSTRS.search(m) for m in result["messages"]]
+    lackey = [int(m.group(1).replace(",", "")) for m in counted if m]
+    return {**summary, "limit_reached": result["limit_reached"], "instructions_read": result["instructions_read"],
+            "lackey_instructions": lackey[-1] if lackey else None}
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End valgrind (and the program it runs) once its output is no longer wanted."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,78 @@
+"""Recording real programs under valgrind lackey, checked against lackey's
+own instruction count, and the ways recording can fail."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cachesched import trace
+from cachesched.errors import RecordError
+from cachesched.record import record
+
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+TRUE = shutil.which("true")
+
+
+def test_instruction_fetches_add_up_to_lackeys_own_count(tmp_path):
+    full = record([TRUE], tmp_path / "full.cst", ifetch=True)
+    assert not full["limit_reached"]
+    # Lackey's closing "guest instrs" line is its own count, read apart from the trace.
+    assert full["lackey_instructions"] > 10_000
+    assert full["instructions"] == full["instructions_read"] == full["lackey_instructions"]
+    scan = trace.scan(tmp_path / "full.cst")
+    assert scan["ifetches"] == full["lackey_instructions"]
+
+    # Without fetches, the trace counts every instruction up to the last data access.
+    data = record([TRUE], tmp_path / "data.cst")
+    assert data["lackey_instructions"] - 100 < data["instructions"] <= data["lackey_instructions"]
+    assert trace.scan(tmp_path / "data.cst")["ifetches"] == 0
+
+
+def test_skip_drops_whole_instructions(tmp_path):
+    skip = 50_000
+    result = record([TRUE], tmp_path / "skip.cst", ifetch=True, skip=skip)
+    assert result["instructions"] == result["lackey_instructions"] - skip
+    assert trace.info(tmp_path / "skip.cst")["meta"]["skip_instructions"] == skip
+
+
+def test_limit_stops_valgrind_and_the_command_line_records_its_metadata(run_cli, tmp_path):
+    out = tmp_path / "ls.cst"
+    proc = run_cli("record", "-o", str(out), "--skip", "1000", "--limit", "5000", "--", "ls", "-l", "/", check=True)
+    assert "stopped at the limit" in proc.stderr
+    info = trace.info(out)
+    assert info["summary"]["accesses"] == 5000
+    assert info["meta"]["command"] == ["ls", "-l", "/"]
+    assert info["meta"]["skip_instructions"] == 1000 and info["meta"]["limit"] == 5000
+    assert info["source"] == "valgrind lackey: ls -l /"
+    df = trace.read(out)
+    assert set(df.kind) <= {0, 1} and (df.pc > 0).all()
+
+
+def test_failures_are_clear(tmp_path):
+    out = tmp_path / "x.cst"
+    with pytest.raises(RecordError, match="program not found: no-such-program-xyz"):
+        record(["no-such-program-xyz"], out)
+    with pytest.raises(RecordError, match="false exited with status 1 under valgrind"):
+        record([shutil.which("false")], out)
+    assert not out.exists()
+    with pytest.raises(RecordError, match="was killed by signal SIGKILL"):
+        record(["sh", "-c", "kill -KILL $$"], out)
+    with pytest.raises(RecordError, match="empty trace"):
+        record([TRUE], out, skip=10**12)
+    assert not out.exists()
+
+
+def test_valgrind_missing(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "record", "-o", str(tmp_path / "x.cst"), "--", TRUE],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1
+    assert "valgrind is not installed" in proc.stderr

@@ -51,14 +51,15 @@ def _status(code: int) -> str:
 
 
 def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: int | None = None,
-           ifetch: bool = False, progress: Progress | None = None, stdout=None) -> dict:
+           ifetch: bool = False, progress: Progress | None = None, stdout=None, cwd: str | Path | None = None) -> dict:
     """Run ``command`` under ``valgrind --tool=lackey --trace-mem=yes`` and
     write its memory accesses to the ``.cst`` file ``output``.
 
     The accesses of the first ``skip`` instructions are dropped (warm-up);
     recording stops after ``limit`` accesses, and valgrind with it. With
     ``ifetch`` instruction fetches are kept as accesses. ``stdout`` is where
-    the program's standard output goes (inherited if None).
+    the program's standard output goes (inherited if None); ``cwd`` the
+    directory it runs in.
 
     Returns the trace's summary plus ``limit_reached``, ``instructions_read``
     (lackey's instruction lines read) and ``lackey_instructions`` (lackey's
@@ -81,7 +82,7 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
     try:
         proc = subprocess.Popen(
             [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-fd={write_end}", *command],
-            pass_fds=(write_end,), stdout=stdout,
+            pass_fds=(write_end,), stdout=stdout, cwd=cwd,
         )
     except BaseException:
         os.close(read_end)

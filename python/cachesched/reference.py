@@ -105,3 +105,52 @@ def our_counts(results, levels: int) -> dict[str, dict[str, int]]:
             "dirty_out": int(c.dirty_evictions),
         }
     return out
+
+
+# --- cachegrind ----------------------------------------------------------
+
+# cachegrind's events, as its output file names them.
+CACHEGRIND_EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
+
+
+def cachegrind_machine(i1: tuple[int, int] = (32 << 10, 8), d1: tuple[int, int] = (32 << 10, 8),
+                       ll: tuple[int, int] = (8 << 20, 16), line_bytes: int = 64) -> dict:
+    """A ``machine`` table simulating what ``valgrind --tool=cachegrind`` does
+    with ``--I1``, ``--D1`` and ``--LL`` of these (size in bytes, ways): an
+    L1I and an L1D, LRU and write-allocate, over one unified last level that
+    sees their misses; no TLB and no translation (cachegrind indexes by
+    virtual address). See docs/validation.md for what still differs."""
+    def level(size_ways: tuple[int, int]) -> dict:
+        size, ways = size_ways
+        return {"size_bytes": size, "ways": ways, "line_bytes": line_bytes, "replacement": {"kind": "lru"},
+                "write_policy": "write-back", "write_allocate": True}
+
+    return {"preset": "standard", "sockets": 1, "cores_per_socket": 1, "tlb": False,
+            "memory": {"frame_allocation": "identity"}, "l1i": level(i1), "l1d": level(d1), "l2": False,
+            "llc": {**level(ll), "inclusion": "non-inclusive"}}
+
+
+def cachegrind(argv: list[str], *, cwd=None, i1: tuple[int, int] = (32 << 10, 8),
+               d1: tuple[int, int] = (32 << 10, 8), ll: tuple[int, int] = (8 << 20, 16),
+               line_bytes: int = 64) -> dict[str, int]:
+    """Run a program under cachegrind with these caches; returns its totals
+    by event name (:data:`CACHEGRIND_EVENTS`)."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cachegrind.out"
+        geometry = [f"--{name}={size},{ways},{line_bytes}" for name, (size, ways) in (("I1", i1), ("D1", d1),
+                                                                                          ("LL", ll))]
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}",
+                               *geometry, *argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"cachegrind failed ({done.returncode}): {done.stderr[-2000:]}")
+        fields: dict[str, list[str]] = {}
+        for line in out.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("events", "summary"):
+                fields[key] = value.split()
+    return {event: int(n) for event, n in zip(fields["events"], fields["summary"])}

@@ -1,0 +1,83 @@
+"""The benchmark suite: generated inputs, real programs recorded under
+valgrind, and the comparison of our D1 and LL misses with cachegrind's."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+
+import pytest
+
+from cachesched import cli, trace
+from cachesched.workloads import inputs, suite
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", list(suite.PROGRAMS))
+def test_every_program_runs_natively_on_its_generated_input(name, tmp_path):
+    program = suite.PROGRAMS[name]
+    if program.executable(tmp_path) is None and program.package is not None:
+        pytest.fail(f"{program.binary} is missing: run `cachesched suite install` (CI installs the suite)")
+    run = suite.prepare(name, "tiny", tmp_path / name)
+    done = subprocess.run(run.argv, cwd=tmp_path / name, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert run.input
+
+
+def test_inputs_are_the_same_bytes_for_a_seed(tmp_path):
+    for seed in (1, 1, 2):
+        inputs.mailbox(tmp_path / f"m{seed}.txt", 50, seed=seed)
+        inputs.video(tmp_path / f"v{seed}.yuv", 32, 16, 2, seed=seed)
+        inputs.protein_family(tmp_path / f"a{seed}.sto", tmp_path / f"d{seed}.fa", 4, 30, 20, seed=seed)
+    assert digest(tmp_path / "m1.txt") != digest(tmp_path / "m2.txt")
+    assert digest(tmp_path / "v1.yuv") != digest(tmp_path / "v2.yuv")
+    # Written twice with seed 1: the second write must reproduce the first.
+    first = digest(tmp_path / "m1.txt")
+    inputs.mailbox(tmp_path / "m1.txt", 50, seed=1)
+    assert digest(tmp_path / "m1.txt") == first
+
+
+def test_unknown_program_and_size_are_named(tmp_path):
+    with pytest.raises(ValueError, match="unknown suite program 'spec'"):
+        suite.prepare("spec", "small", tmp_path)
+    with pytest.raises(ValueError, match="size: expected one of tiny, small, full"):
+        suite.prepare("bzip2", "huge", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bzip2", "omnetpp"])
+def test_small_recordings_have_the_promised_length_and_a_manifest(name, tmp_path):
+    m = suite.record(name, "small", out_dir=tmp_path)
+    program = suite.PROGRAMS[name]
+    assert m["accesses"] == program.limit["small"], "the run is long enough to reach the limit"
+    assert m["skipped_instructions"] == program.skip["small"]
+    info = trace.info(m["trace"])
+    assert info["summary"]["accesses"] == m["accesses"]
+    assert m["footprint_lines"] > 100 and m["instructions"] > 0
+    assert (tmp_path / f"{name}.json").exists() and not (tmp_path / f"{name}.work").exists()
+    # A second call reuses the recording.
+    again = suite.record(name, "small", out_dir=tmp_path)
+    assert again == m
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", suite.VALIDATED)
+def test_d1_and_ll_data_misses_agree_with_cachegrind(name, tmp_path):
+    r = suite.validate(name, tmp_path / name)
+    for key in ("d1_misses", "ll_data_misses"):
+        ours, theirs = r[key]["ours"], r[key]["cachegrind"]
+        assert theirs > 500, f"{key}: too few misses to compare"
+        assert abs(ours - theirs) <= 0.02 * theirs, f"{name} {key}: ours {ours}, cachegrind {theirs}"
+    # Both ran the same program: instruction counts match closely too.
+    ir = r["instructions"]
+    assert abs(ir["ours"] - ir["cachegrind"]) <= 0.01 * ir["cachegrind"]
+
+
+def test_list_shows_every_program(capsys):
+    assert cli.main(["suite", "list"]) == 0
+    out = capsys.readouterr().out
+    for name, program in suite.PROGRAMS.items():
+        assert name in out and program.stands_for in out

@@ -14,11 +14,12 @@ from cachesched import trace
 from cachesched.errors import RecordError
 from cachesched.record import record
 
-pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 
 TRUE = shutil.which("true")
 
 
+@needs_valgrind
 def test_instruction_fetches_add_up_to_lackeys_own_count(tmp_path):
     full = record([TRUE], tmp_path / "full.cst", ifetch=True)
     assert not full["limit_reached"]
@@ -34,6 +35,7 @@ def test_instruction_fetches_add_up_to_lackeys_own_count(tmp_path):
     assert trace.scan(tmp_path / "data.cst")["ifetches"] == 0
 
 
+@needs_valgrind
 def test_skip_drops_whole_instructions(tmp_path):
     skip = 50_000
     result = record([TRUE], tmp_path / "skip.cst", ifetch=True, skip=skip)
@@ -41,6 +43,7 @@ def test_skip_drops_whole_instructions(tmp_path):
     assert trace.info(tmp_path / "skip.cst")["meta"]["skip_instructions"] == skip
 
 
+@needs_valgrind
 def test_limit_stops_valgrind_and_the_command_line_records_its_metadata(run_cli, tmp_path):
     out = tmp_path / "ls.cst"
     proc = run_cli("record", "-o", str(out), "--skip", "1000", "--limit", "5000", "--", "ls", "-l", "/", check=True)
@@ -54,6 +57,7 @@ def test_limit_stops_valgrind_and_the_command_line_records_its_metadata(run_cli,
     assert set(df.kind) <= {0, 1} and (df.pc > 0).all()
 
 
+@needs_valgrind
 def test_failures_are_clear(tmp_path):
     out = tmp_path / "x.cst"
     with pytest.raises(RecordError, match="program not found: no-such-program-xyz"):

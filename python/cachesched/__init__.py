@@ -8,7 +8,7 @@ caches, TLBs and NUMA memory.
 
 from . import _core
 from .config import presets, resolve
-from .errors import CacheschedError, ConfigError, InternalError, SimulationError, TraceError
+from .errors import CacheschedError, ConfigError, InternalError, RecordError, SimulationError, TraceError
 from .results import Results
 from .simulate import simulate
 
@@ -18,6 +18,7 @@ __all__ = [
     "CacheschedError",
     "ConfigError",
     "InternalError",
+    "RecordError",
     "Results",
     "SimulationError",
     "TraceError",

@@ -9,6 +9,7 @@ Python only starts and stops the processes and reports how they ended.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -79,6 +80,11 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
             "ifetch": ifetch, "tool": "valgrind --tool=lackey --trace-mem=yes"}
     source = f"valgrind lackey: {shlex.join(command)}"
     read_end, write_end = os.pipe()
+    try:
+        # A larger pipe lets lackey run ahead while the reader converts a batch.
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except OSError:
+        pass
     try:
         proc = subprocess.Popen(
             [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-fd={write_end}", *command],

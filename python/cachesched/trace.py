@@ -1,4 +1,5 @@
-"""Trace files: summaries, scans, generation, and columns to and from NumPy.
+"""Trace files: summaries, scans, generation, conversion from the lackey,
+ChampSim and din formats, and columns to and from NumPy.
 
 Access columns: ``kind`` (uint8: 0 load, 1 store, 2 ifetch), ``addr`` and
 ``pc`` (uint64), ``size`` (uint16) and ``instrs`` (uint32: instructions since

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use cachesched_core::config::{parse_at, PluginConfig};
 use cachesched_core::error::Error;
-use cachesched_core::trace::convert::{copy, CopyOptions};
+use cachesched_core::trace::convert::{copy, CopyOptions, PipeReader};
 use cachesched_core::trace::file::{TraceFormat, TraceParams};
 use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};
 use cachesched_core::trace::native::{scan, NativeReader, NativeWriter, TraceHeader, TraceSummary};
@@ -183,7 +183,7 @@ fn trace_record(
         let outcome = py.detach(|| -> Result<serde_json::Value, Error> {
             let name = "lackey output".to_string();
             let src = File::open(&pipe).map_err(|e| Error::io(pipe.display().to_string(), e))?;
-            let mut reader = LackeyReader::new(src, name, LackeyOptions { ifetch });
+            let mut reader = LackeyReader::new(PipeReader::new(src), name, LackeyOptions { ifetch });
             let mut header = TraceHeader::new(source);
             header.meta = meta;
             let writer = NativeWriter::create(&path, &header)?;

@@ -24,7 +24,7 @@
 //! Records after the last access are not counted. Branch and register
 //! fields are not used.
 
-use std::io::{ErrorKind, Read};
+use std::io::{BufReader, ErrorKind, Read};
 
 use super::{Deferred, Stream};
 use crate::error::{Error, Result, TracePos};
@@ -45,7 +45,8 @@ pub fn sniff(head: &[u8]) -> bool {
 
 /// Streams the accesses of a ChampSim trace (decompressed) from any reader.
 pub struct ChampsimReader<R> {
-    src: R,
+    /// Buffered: decompressors are slow to call for 64 bytes at a time.
+    src: BufReader<R>,
     name: String,
     size: u16,
     /// Byte offset of the next record.
@@ -65,7 +66,7 @@ impl<R: Read> ChampsimReader<R> {
     /// `access_bytes` bytes (at least 1).
     pub fn new(src: R, name: impl Into<String>, access_bytes: u16) -> ChampsimReader<R> {
         ChampsimReader {
-            src,
+            src: BufReader::with_capacity(1 << 16, src),
             name: name.into(),
             size: access_bytes.max(1),
             offset: 0,

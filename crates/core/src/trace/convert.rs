@@ -6,7 +6,8 @@
 //! with the warm-up skipped by instruction count (as architects skip
 //! warm-up) and the length capped by access count.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::time::Duration;
 
 use super::native::{NativeWriter, TraceSummary};
 use super::Workload;
@@ -29,6 +30,38 @@ pub struct Copied {
     pub summary: TraceSummary,
     /// Whether the copy stopped at the limit (the source may have had more).
     pub limit_reached: bool,
+}
+
+/// Reads a pipe whose writer makes one tiny write per line, as valgrind
+/// does (one `write` per lackey line): after a short read it waits a
+/// moment, so that the next read finds many lines instead of waking up for
+/// every one. Waking the reader for each line made recording four times
+/// slower than lackey alone; see docs/performance.md.
+pub struct PipeReader<R> {
+    inner: R,
+}
+
+/// A read shorter than this is followed by a [`PIPE_NAP`].
+const SHORT_READ: usize = 16 << 10;
+/// How long to let a pipe fill after a short read (lackey writes about
+/// 25 MB/s, so a millisecond is some 25 KB).
+const PIPE_NAP: Duration = Duration::from_millis(4);
+
+impl<R: Read> PipeReader<R> {
+    /// A patient reader of `inner`.
+    pub fn new(inner: R) -> PipeReader<R> {
+        PipeReader { inner }
+    }
+}
+
+impl<R: Read> Read for PipeReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 && n < SHORT_READ.min(buf.len()) {
+            std::thread::sleep(PIPE_NAP);
+        }
+        Ok(n)
+    }
 }
 
 /// Accesses between two calls of the progress callback.

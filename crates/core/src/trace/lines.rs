@@ -47,7 +47,10 @@ impl<R: Read> Lines<R> {
         let limit = MAX_LINE_BYTES as u64 + 1;
         let n = match (&mut self.src).take(limit).read_until(b'\n', &mut self.buf) {
             Ok(n) => n,
-            Err(e) => return Err(self.error_at(self.buf.len(), format!("read failed: {e}"))),
+            Err(e) => {
+                self.number += 1;
+                return Err(self.error_at(self.buf.len(), format!("read failed: {e}")));
+            }
         };
         if n == 0 {
             return Ok(false);
@@ -74,11 +77,6 @@ impl<R: Read> Lines<R> {
     pub fn error_at(&self, col: usize, message: impl Into<String>) -> Error {
         let pos = TracePos { offset: Some(self.start + col as u64), block: None, line: Some(self.number.max(1)) };
         Error::trace(&self.name, pos, message)
-    }
-
-    /// Name of the stream in errors.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 }
 

@@ -72,7 +72,13 @@ fn main() {
             continue;
         }
         let raw = PluginConfig { kind: kind.to_string(), params: params.clone() };
-        let ctx = WorkloadCtx { seed: 1, component: "task0".into(), loc: "workload".into(), base_dir: None };
+        let ctx = WorkloadCtx {
+            seed: 1,
+            component: "task0".into(),
+            loc: "workload".into(),
+            base_dir: None,
+            thread: Default::default(),
+        };
         let built = WorkloadConfig::parse(&raw, "workload").and_then(|c| c.build(&ctx));
         let mut workload = match built {
             Ok(w) => w,

@@ -62,7 +62,13 @@ pub(crate) mod testutil {
 
     /// The context of a top-level workload at key `workload`.
     pub fn ctx(seed: u64, component: &str) -> WorkloadCtx {
-        WorkloadCtx { seed, component: component.to_string(), loc: "workload".to_string(), base_dir: None }
+        WorkloadCtx {
+            seed,
+            component: component.to_string(),
+            loc: "workload".to_string(),
+            base_dir: None,
+            thread: Default::default(),
+        }
     }
 
     /// Parse and build `{kind, params}` as a user's config would be.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::PluginConfig;
 use crate::error::{join_path, Issues};
-use crate::trace::{ThreadIndex, WorkloadConfig};
+use crate::trace::{kernels, ThreadIndex, WorkloadConfig};
 use crate::types::{Asid, CoreId};
 
 /// Address spaces the TLB keys can tell apart (the asid is packed in 12 bits).
@@ -138,6 +138,7 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
             continue;
         };
         entry.workload = workload.to_raw();
+        kernels::check_process(&workload, entry.count, entry.asid, &at, issues);
         for copy in 0..entry.count {
             let id = out.len();
             let name = match (&entry.name, entry.count) {

@@ -5,6 +5,7 @@
 //! per few thousand accesses, not once per access.
 
 pub mod file;
+pub mod kernels;
 pub mod native;
 pub mod prefetch;
 pub mod synthetic;
@@ -91,6 +92,7 @@ crate::register! {
     "phases" => Phases(synthetic::phases::PhasesParams),
     "mix" => Mix(synthetic::mix::MixParams),
     "loop" => Loop(synthetic::r#loop::LoopParams),
+    "cg" => Cg(kernels::cg::CgParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

@@ -48,6 +48,7 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Phases(p) => p.build_with(ctx, endless),
         WorkloadConfig::Mix(p) => p.build_with(ctx, endless),
         WorkloadConfig::Loop(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Cg(p) => p.build_with(ctx, endless),
         WorkloadConfig::Trace(p) => p.build(ctx),
     }
 }

@@ -93,6 +93,7 @@ crate::register! {
     "mix" => Mix(synthetic::mix::MixParams),
     "loop" => Loop(synthetic::r#loop::LoopParams),
     "cg" => Cg(kernels::cg::CgParams),
+    "mg" => Mg(kernels::mg::MgParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

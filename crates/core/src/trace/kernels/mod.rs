@@ -37,6 +37,7 @@
 //! out from `code_base` as the `loop` generator lays out its sites.
 
 pub mod cg;
+pub mod mg;
 
 use std::ops::Range;
 
@@ -192,6 +193,7 @@ fn thread_of(kind: &str, threads: u32, ctx: ThreadIndex) -> std::result::Result<
 pub fn threads_of(config: &WorkloadConfig) -> Option<u32> {
     Some(match config {
         WorkloadConfig::Cg(p) => p.threads,
+        WorkloadConfig::Mg(p) => p.threads,
         _ => return None,
     })
 }
@@ -493,7 +495,7 @@ mod tests {
     use crate::config::PluginConfig;
     use serde_json::json;
 
-    const KERNELS: [&str; 1] = ["cg"];
+    const KERNELS: [&str; 2] = ["cg", "mg"];
 
     #[test]
     fn shares_are_openmp_static_blocks_covering_each_iteration_once() {

@@ -94,6 +94,7 @@ crate::register! {
     "loop" => Loop(synthetic::r#loop::LoopParams),
     "cg" => Cg(kernels::cg::CgParams),
     "mg" => Mg(kernels::mg::MgParams),
+    "ft" => Ft(kernels::ft::FtParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

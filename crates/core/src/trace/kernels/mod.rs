@@ -37,6 +37,7 @@
 //! out from `code_base` as the `loop` generator lays out its sites.
 
 pub mod cg;
+pub mod ft;
 pub mod mg;
 
 use std::ops::Range;
@@ -194,6 +195,7 @@ pub fn threads_of(config: &WorkloadConfig) -> Option<u32> {
     Some(match config {
         WorkloadConfig::Cg(p) => p.threads,
         WorkloadConfig::Mg(p) => p.threads,
+        WorkloadConfig::Ft(p) => p.threads,
         _ => return None,
     })
 }
@@ -397,6 +399,14 @@ impl Layout {
         self.base.wrapping_add(at.unwrap_or(0))
     }
 
+    /// Place `copies` arrays of `bytes` each, one per thread, and return
+    /// the address of the first and the distance between copies.
+    pub fn place_per_thread(&mut self, bytes: u64, copies: u32) -> (u64, u64) {
+        let stride = bytes.checked_next_multiple_of(ALIGN_BYTES).unwrap_or(u64::MAX);
+        let first = self.place(stride.saturating_mul(copies as u64));
+        (first, stride)
+    }
+
     /// Bytes from the base to the end of the last array.
     pub fn bytes(&self) -> Option<u64> {
         self.end
@@ -495,7 +505,7 @@ mod tests {
     use crate::config::PluginConfig;
     use serde_json::json;
 
-    const KERNELS: [&str; 2] = ["cg", "mg"];
+    const KERNELS: [&str; 3] = ["cg", "mg", "ft"];
 
     #[test]
     fn shares_are_openmp_static_blocks_covering_each_iteration_once() {
@@ -519,7 +529,8 @@ mod tests {
         let mut l = Layout::new(0x1000_0010);
         assert_eq!(l.place(100), 0x1000_0010);
         assert_eq!(l.place(4096), 0x1000_1010);
-        assert_eq!(l.bytes(), Some(0x2000));
+        assert_eq!(l.place_per_thread(10, 3), (0x1000_2010, 4096));
+        assert_eq!(l.bytes(), Some(0x2000 + 3 * 4096));
         l.place(u64::MAX - 10);
         assert_eq!(l.bytes(), None);
     }

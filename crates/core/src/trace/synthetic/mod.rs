@@ -50,6 +50,7 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Loop(p) => p.build_with(ctx, endless),
         WorkloadConfig::Cg(p) => p.build_with(ctx, endless),
         WorkloadConfig::Mg(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Ft(p) => p.build_with(ctx, endless),
         WorkloadConfig::Trace(p) => p.build(ctx),
     }
 }

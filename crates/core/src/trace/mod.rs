@@ -95,6 +95,7 @@ crate::register! {
     "cg" => Cg(kernels::cg::CgParams),
     "mg" => Mg(kernels::mg::MgParams),
     "ft" => Ft(kernels::ft::FtParams),
+    "is" => Is(kernels::is::IsParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

@@ -38,6 +38,7 @@
 
 pub mod cg;
 pub mod ft;
+pub mod is;
 pub mod mg;
 
 use std::ops::Range;
@@ -196,6 +197,7 @@ pub fn threads_of(config: &WorkloadConfig) -> Option<u32> {
         WorkloadConfig::Cg(p) => p.threads,
         WorkloadConfig::Mg(p) => p.threads,
         WorkloadConfig::Ft(p) => p.threads,
+        WorkloadConfig::Is(p) => p.threads,
         _ => return None,
     })
 }
@@ -505,7 +507,7 @@ mod tests {
     use crate::config::PluginConfig;
     use serde_json::json;
 
-    const KERNELS: [&str; 3] = ["cg", "mg", "ft"];
+    const KERNELS: [&str; 4] = ["cg", "mg", "ft", "is"];
 
     #[test]
     fn shares_are_openmp_static_blocks_covering_each_iteration_once() {

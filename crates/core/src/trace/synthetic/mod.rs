@@ -51,6 +51,7 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Cg(p) => p.build_with(ctx, endless),
         WorkloadConfig::Mg(p) => p.build_with(ctx, endless),
         WorkloadConfig::Ft(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Is(p) => p.build_with(ctx, endless),
         WorkloadConfig::Trace(p) => p.build(ctx),
     }
 }

@@ -96,6 +96,7 @@ crate::register! {
     "mg" => Mg(kernels::mg::MgParams),
     "ft" => Ft(kernels::ft::FtParams),
     "is" => Is(kernels::is::IsParams),
+    "ep" => Ep(kernels::ep::EpParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

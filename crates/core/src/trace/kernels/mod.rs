@@ -37,6 +37,7 @@
 //! out from `code_base` as the `loop` generator lays out its sites.
 
 pub mod cg;
+pub mod ep;
 pub mod ft;
 pub mod is;
 pub mod mg;
@@ -198,6 +199,7 @@ pub fn threads_of(config: &WorkloadConfig) -> Option<u32> {
         WorkloadConfig::Mg(p) => p.threads,
         WorkloadConfig::Ft(p) => p.threads,
         WorkloadConfig::Is(p) => p.threads,
+        WorkloadConfig::Ep(p) => p.threads,
         _ => return None,
     })
 }
@@ -507,7 +509,7 @@ mod tests {
     use crate::config::PluginConfig;
     use serde_json::json;
 
-    const KERNELS: [&str; 4] = ["cg", "mg", "ft", "is"];
+    const KERNELS: [&str; 5] = ["cg", "mg", "ft", "is", "ep"];
 
     #[test]
     fn shares_are_openmp_static_blocks_covering_each_iteration_once() {

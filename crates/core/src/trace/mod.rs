@@ -97,6 +97,7 @@ crate::register! {
     "ft" => Ft(kernels::ft::FtParams),
     "is" => Is(kernels::is::IsParams),
     "ep" => Ep(kernels::ep::EpParams),
+    "latency" => Latency(kernels::latency::LatencyParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

@@ -40,6 +40,7 @@ pub mod cg;
 pub mod ep;
 pub mod ft;
 pub mod is;
+pub mod latency;
 pub mod mg;
 
 use std::ops::Range;
@@ -200,6 +201,7 @@ pub fn threads_of(config: &WorkloadConfig) -> Option<u32> {
         WorkloadConfig::Ft(p) => p.threads,
         WorkloadConfig::Is(p) => p.threads,
         WorkloadConfig::Ep(p) => p.threads,
+        WorkloadConfig::Latency(p) => p.threads,
         _ => return None,
     })
 }
@@ -509,7 +511,7 @@ mod tests {
     use crate::config::PluginConfig;
     use serde_json::json;
 
-    const KERNELS: [&str; 5] = ["cg", "mg", "ft", "is", "ep"];
+    const KERNELS: [&str; 6] = ["cg", "mg", "ft", "is", "ep", "latency"];
 
     #[test]
     fn shares_are_openmp_static_blocks_covering_each_iteration_once() {

@@ -53,6 +53,7 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Ft(p) => p.build_with(ctx, endless),
         WorkloadConfig::Is(p) => p.build_with(ctx, endless),
         WorkloadConfig::Ep(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Latency(p) => p.build_with(ctx, endless),
         WorkloadConfig::Trace(p) => p.build(ctx),
     }
 }

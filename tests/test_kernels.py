@@ -90,3 +90,28 @@ def test_the_example_runs_from_toml(run_cli):
     names = [t["name"] for t in data["tasks"]]
     assert names[:4] == ["cg.0", "cg.1", "cg.2", "cg.3"]
     assert len({t["asid"] for t in data["tasks"] if t["name"].startswith("cg")}) == 1
+
+
+def numa_cg(init: str) -> dict:
+    # 2 sockets of 2 cores, one NUMA node each, first-touch placement, and
+    # fixed page walks (no page-table frames in the counts). Threads 0-1
+    # are placed on socket 0, 2-3 on socket 1.
+    config = cg_tasks(threads=4, count=4, asid=1)
+    config["machine"] = {"preset": "server-2s", "cores_per_socket": 2, "tlb": {"walk": "fixed"}}
+    config["tasks"][0]["workload"]["params"]["init"] = init
+    return config
+
+
+def test_a_serial_initialisation_puts_every_page_on_thread_0s_node():
+    r = cachesched.simulate(numa_cg("serial"))
+    pages = dict(zip(r.memory.node, r.memory.pages))
+    # The 115 data pages are first touched by thread 0 (socket 0); the
+    # others spin on a flag in one more page until it is done.
+    assert sum(pages.values()) == CG_PAGES + 1
+    assert pages[0] >= CG_PAGES
+    # A parallel initialisation splits the pages between the nodes of the
+    # threads that own them.
+    r = cachesched.simulate(numa_cg("parallel"))
+    pages = dict(zip(r.memory.node, r.memory.pages))
+    assert sum(pages.values()) == CG_PAGES
+    assert 0.4 * CG_PAGES < pages[1] < 0.6 * CG_PAGES

@@ -36,7 +36,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Site, SiteSpec, L, S,
+    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site,
+    SiteSpec, L, S,
 };
 
 /// Largest `row_nonzeros` (a row's columns are held in a fixed array).
@@ -117,7 +118,7 @@ pub(crate) struct CgLayout {
 }
 
 impl CgLayout {
-    fn new(base: u64, rows: u64, nnz: u64) -> (CgLayout, Option<u64>) {
+    fn new(base: u64, rows: u64, nnz: u64) -> (CgLayout, Layout) {
         let mut l = Layout::new(base);
         let v = rows.saturating_mul(8);
         let layout = CgLayout {
@@ -129,7 +130,7 @@ impl CgLayout {
             z: l.place(v),
             r: l.place(v),
         };
-        (layout, l.bytes())
+        (layout, l)
     }
 }
 
@@ -280,10 +281,20 @@ impl CgParams {
             "too_large",
             format!("row_nonzeros = {nz} exceeds the {rows} columns"),
         );
-        let (a, bytes) = CgLayout::new(self.base_addr, rows, rows.saturating_mul(nz));
+        let nnz = rows.saturating_mul(nz);
+        let (a, mut layout) = CgLayout::new(self.base_addr, rows, nnz);
         let (sites, code_bytes) = lay_out_sites(self.code_base, &SITES);
         let common = self.common();
-        let thread = common.validate("cg", ctx, length, bytes, code_bytes, &mut issues);
+        let shared = [
+            Shared { addr: a.rowptr, elem: 4, stride: 4, n: rows.saturating_add(1), owner: None },
+            Shared { addr: a.colidx, elem: 4, stride: 4, n: nnz, owner: None },
+            Shared { addr: a.values, elem: 8, stride: 8, n: nnz, owner: None },
+            Shared { addr: a.p, elem: 8, stride: 8, n: rows, owner: None },
+            Shared { addr: a.q, elem: 8, stride: 8, n: rows, owner: None },
+            Shared { addr: a.z, elem: 8, stride: 8, n: rows, owner: None },
+            Shared { addr: a.r, elem: 8, stride: 8, n: rows, owner: None },
+        ];
+        let (thread, init) = common.validate("cg", ctx, length, &mut layout, code_bytes, &shared, &mut issues);
         check_work(rows, thread.count, &at("threads"), "rows", &mut issues);
         issues.finish()?;
         let mine = share(rows, thread.index, thread.count);
@@ -300,7 +311,7 @@ impl CgParams {
             k: 0,
             cols: [0; MAX_ROW_NONZEROS as usize],
         };
-        Ok(drive(kernel, &common, length))
+        Ok(drive(kernel, init, &common, length))
     }
 }
 

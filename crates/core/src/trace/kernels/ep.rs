@@ -28,7 +28,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Site, SiteSpec, L, S,
+    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site,
+    SiteSpec, L, S,
 };
 
 kernel_params! {
@@ -162,7 +163,8 @@ impl EpParams {
         let common = self.common();
         let (x0, stride) = layout.place_per_thread(2 * batch * 8 + ANNULI * 8, common.threads.max(1));
         let (sites, code_bytes) = lay_out_sites(self.code_base, &SITES);
-        let thread = common.validate("ep", ctx, length, layout.bytes(), code_bytes, &mut issues);
+        let shared = [Shared { addr: totals, elem: 8, stride: 8, n: ANNULI + 2, owner: None }];
+        let (thread, init) = common.validate("ep", ctx, length, &mut layout, code_bytes, &shared, &mut issues);
         let batches = self.pairs / batch;
         check_work(batches, thread.count, &at("threads"), "batches", &mut issues);
         issues.finish()?;
@@ -180,7 +182,7 @@ impl EpParams {
             phase: Phase::Generate,
             i: 0,
         };
-        Ok(drive(kernel, &common, length))
+        Ok(drive(kernel, init, &common, length))
     }
 }
 

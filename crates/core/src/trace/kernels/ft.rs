@@ -37,7 +37,9 @@ use crate::error::{Issues, Result};
 use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
-use super::{check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Site, SiteSpec, L, S};
+use super::{
+    check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site, SiteSpec, L, S,
+};
 
 kernel_params! {
     /// Parameters of `kind = "ft"`.
@@ -297,7 +299,14 @@ impl FtParams {
         let common = self.common();
         let threads = common.threads.max(1);
         let (scratch0, scratch_stride) = layout.place_per_thread(longest * block * 16, threads);
-        let thread = common.validate("ft", ctx, length, layout.bytes(), code_bytes, &mut issues);
+        let shared = [
+            Shared { addr: u0, elem: 16, stride: 16, n: points, owner: None },
+            Shared { addr: u1, elem: 16, stride: 16, n: points, owner: None },
+            Shared { addr: u2, elem: 16, stride: 16, n: points, owner: None },
+            Shared { addr: twiddle, elem: 8, stride: 8, n: points, owner: None },
+            Shared { addr: roots, elem: 16, stride: 16, n: longest, owner: None },
+        ];
+        let (thread, init) = common.validate("ft", ctx, length, &mut layout, code_bytes, &shared, &mut issues);
         check_work(nz.min(ny), thread.count, &at("threads"), "planes along z (or y)", &mut issues);
         issues.finish()?;
         let (t, count) = (thread.index, thread.count);
@@ -343,7 +352,7 @@ impl FtParams {
             i1: 0,
             s: 0,
         };
-        Ok(drive(kernel, &common, length))
+        Ok(drive(kernel, init, &common, length))
     }
 }
 

@@ -35,7 +35,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Site, SiteSpec, L, S,
+    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site,
+    SiteSpec, L, S,
 };
 
 kernel_params! {
@@ -316,7 +317,13 @@ impl IsParams {
         let (size_rows, row_stride) = layout.place_per_thread(buckets.saturating_mul(4), copies);
         let (ptr_rows, _) = layout.place_per_thread(buckets.saturating_mul(4), copies);
         let (sites, code_bytes) = lay_out_sites(self.code_base, &SITES);
-        let thread = common.validate("is", ctx, length, layout.bytes(), code_bytes, &mut issues);
+        // The key generation writes key_array; an initialisation writes
+        // the two buffers.
+        let shared = [
+            Shared { addr: key_buff1, elem: 4, stride: 4, n: max_key, owner: None },
+            Shared { addr: key_buff2, elem: 4, stride: 4, n, owner: None },
+        ];
+        let (thread, init) = common.validate("is", ctx, length, &mut layout, code_bytes, &shared, &mut issues);
         check_work(n, thread.count, &at("threads"), "keys", &mut issues);
         issues.finish()?;
         let (t, threads) = (thread.index as u64, thread.count as u64);
@@ -371,7 +378,7 @@ impl IsParams {
             b: 0,
             k: 0,
         };
-        Ok(drive(kernel, &common, length))
+        Ok(drive(kernel, init, &common, length))
     }
 }
 

@@ -24,7 +24,7 @@ use crate::trace::{Workload, WorkloadCtx};
 use crate::util::perm::Permutation;
 use crate::util::rng::Rng;
 
-use super::{draw, draw_key, drive, kernel_params, lay_out_sites, Kernel, Layout, Out, Site, L, STEP_MAX};
+use super::{draw, draw_key, drive, kernel_params, lay_out_sites, Kernel, Layout, Out, Shared, Site, L, STEP_MAX};
 
 kernel_params! {
     /// Parameters of `kind = "latency"`.
@@ -116,7 +116,17 @@ impl LatencyParams {
             .map(|_| layout.place(bytes))
             .collect();
         let ([site], code_bytes) = lay_out_sites(self.code_base, &[(L, 8, self.instructions.max(1))]);
-        let thread = common.validate("latency", ctx, length, layout.bytes(), code_bytes, &mut issues);
+        // The initialisation links the lists: one pointer per node.
+        let nodes = if element >= 8 { bytes / element } else { 0 };
+        // Without `shared`, thread t's regions are its own.
+        let per = self.regions.max(1) as usize;
+        let owner = |i: usize| if self.shared { None } else { Some((i / per) as u32) };
+        let shared: Vec<Shared> = bases
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| Shared { addr, elem: 8, stride: element, n: nodes, owner: owner(i) })
+            .collect();
+        let (thread, init) = common.validate("latency", ctx, length, &mut layout, code_bytes, &shared, &mut issues);
         issues.finish()?;
         let n = bytes / element;
         let key = draw_key(ctx.seed, "latency");
@@ -131,7 +141,7 @@ impl LatencyParams {
             .collect();
         let kernel =
             Latency { site, element, regions, visit: self.visit_accesses, current: 0, left: self.visit_accesses };
-        Ok(drive(kernel, &common, length))
+        Ok(drive(kernel, init, &common, length))
     }
 }
 

@@ -40,7 +40,9 @@ use crate::error::{Issues, Result};
 use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
-use super::{check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Site, SiteSpec, L, S};
+use super::{
+    check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site, SiteSpec, L, S,
+};
 
 kernel_params! {
     /// Parameters of `kind = "mg"`.
@@ -256,14 +258,19 @@ impl MgParams {
         }
         let (sites, code_bytes) = lay_out_sites(self.code_base, &SITES);
         let common = self.common();
-        let thread = common.validate("mg", ctx, length, layout.bytes(), code_bytes, &mut issues);
+        let shared = [
+            Shared { addr: u, elem: 8, stride: 8, n: hierarchy / 8, owner: None },
+            Shared { addr: r, elem: 8, stride: 8, n: hierarchy / 8, owner: None },
+            Shared { addr: v, elem: 8, stride: 8, n: bytes(n) / 8, owner: None },
+        ];
+        let (thread, init) = common.validate("mg", ctx, length, &mut layout, code_bytes, &shared, &mut issues);
         check_work(n, thread.count, &field_loc(&ctx.loc, "threads"), "planes of the finest grid", &mut issues);
         issues.finish()?;
         let ops = v_cycle(&levels, v);
         let mut kernel =
             Mg { sites, levels, ops, thread: (thread.index, thread.count), op: 0, planes: 0..0, i3: 0, i2: 0, i1: 0 };
         kernel.start(0);
-        Ok(drive(kernel, &common, length))
+        Ok(drive(kernel, init, &common, length))
     }
 }
 

@@ -94,6 +94,16 @@ macro_rules! kernel_params {
             /// First byte of the loop bodies' code, which gives the pcs
             /// (default 0x40_0000; a multiple of 4).
             pub code_base: u64,
+            /// How the shared data is written before the first iteration:
+            /// `"none"` (default: first touched by the first phase that
+            /// uses it), `"parallel"` (each thread its share of every
+            /// array) or `"serial"` (thread 0 writes everything while the
+            /// others wait).
+            pub init: $crate::trace::kernels::InitMode,
+            /// With `init = "serial"`, spin loads each waiting thread makes
+            /// per store of thread 0's initialisation (default 8): the
+            /// stand-in for the barrier that ends it.
+            pub init_spin: u32,
         }
 
         impl Default for $name {
@@ -105,6 +115,8 @@ macro_rules! kernel_params {
                     iterations: 0,
                     base_addr: $crate::trace::synthetic::common::DEFAULT_BASE_ADDR,
                     code_base: $crate::trace::synthetic::common::DEFAULT_CODE_BASE,
+                    init: $crate::trace::kernels::InitMode::None,
+                    init_spin: 8,
                 }
             }
         }
@@ -118,6 +130,8 @@ macro_rules! kernel_params {
                     iterations: self.iterations,
                     base_addr: self.base_addr,
                     code_base: self.code_base,
+                    init: self.init,
+                    init_spin: self.init_spin,
                 }
             }
 
@@ -138,22 +152,58 @@ pub(crate) struct Common {
     pub iterations: u64,
     pub base_addr: u64,
     pub code_base: u64,
+    pub init: InitMode,
+    pub init_spin: u32,
 }
 
+/// How a kernel's shared data is first written (see `kernel_params!`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InitMode {
+    /// No initialisation: the first phase that uses the data touches it first.
+    #[default]
+    None,
+    /// Each thread writes its static share of every shared array.
+    Parallel,
+    /// Thread 0 writes every shared array; the others spin on a flag.
+    Serial,
+}
+
+/// An array a kernel's initialisation writes: its address, the bytes
+/// written per element and the distance between elements, the number of
+/// elements, and the thread that owns it if it is private (a parallel
+/// initialisation has its owner write all of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shared {
+    pub addr: u64,
+    pub elem: u16,
+    pub stride: u64,
+    pub n: u64,
+    pub owner: Option<u32>,
+}
+
+/// Instructions per store of the initialisation loops, and per spin load.
+const INIT_STORE_INSTRS: u32 = 2;
+const SPIN_INSTRS: u32 = 4;
+
 impl Common {
-    /// Record every problem with the common fields and return the thread
-    /// this kernel is in its process. `data_bytes` is the size of the data
-    /// (from `base_addr`) when the kernel's own fields were valid enough to
-    /// know it; `code_bytes` the size of its loop bodies.
+    /// Record every problem with the common fields; return the thread
+    /// this kernel is in its process and its initialisation. `layout` holds
+    /// the kernel's data (the flag of a serial initialisation is placed
+    /// after it), `code_bytes` is the size of its loop bodies (the
+    /// initialisation's code follows them) and `shared` the arrays the
+    /// initialisation writes, in order.
+    #[allow(clippy::too_many_arguments)]
     pub fn validate(
         &self,
         kind: &str,
         ctx: &WorkloadCtx,
         length: Length,
-        data_bytes: Option<u64>,
+        layout: &mut Layout,
         code_bytes: u64,
+        shared: &[Shared],
         issues: &mut Issues,
-    ) -> ThreadIndex {
+    ) -> (ThreadIndex, Init) {
         let at = |field: &str| field_loc(&ctx.loc, field);
         if length == Length::Own {
             issues.check(self.accesses >= 1, at("accesses"), "out_of_range", "accesses must be at least 1");
@@ -165,8 +215,14 @@ impl Common {
                 ThreadIndex::SINGLE
             }
         };
-        check_regions(&ctx.loc, self.code_base, Some(code_bytes), self.base_addr, data_bytes, issues);
-        thread
+        let flag = if self.init == InitMode::Serial { layout.place(64) } else { 0 };
+        let init_code = match self.init {
+            InitMode::None => 0,
+            _ => INSTRUCTION_BYTES * (INIT_STORE_INSTRS as u64 * shared.len() as u64 + SPIN_INSTRS as u64),
+        };
+        check_regions(&ctx.loc, self.code_base, Some(code_bytes + init_code), self.base_addr, layout.bytes(), issues);
+        let init = Init::new(self, thread, shared, self.code_base.wrapping_add(code_bytes), flag);
+        (thread, init)
     }
 }
 
@@ -323,11 +379,81 @@ pub(crate) trait Kernel: Send + 'static {
     fn step(&mut self, out: &mut Out) -> bool;
 }
 
+/// The initialisation a thread runs before the first iteration: stores
+/// over its part of each shared array, or spin loads on the flag.
+pub(crate) struct Init {
+    /// (store site, first address, bytes between elements, elements to write).
+    arrays: Vec<(Site, u64, u64, std::ops::Range<u64>)>,
+    array: usize,
+    spin: Site,
+    flag: u64,
+    spins: u64,
+}
+
+impl Init {
+    /// The initialisation of `thread` under `common.init`; its code starts
+    /// at `code` (after the kernel's).
+    fn new(common: &Common, thread: ThreadIndex, shared: &[Shared], code: u64, flag: u64) -> Init {
+        let mut pc = code;
+        let mut site = |kind: AccessKind, size: u16, instrs: u32| {
+            pc = pc.wrapping_add(INSTRUCTION_BYTES * instrs as u64);
+            Site { pc: pc.wrapping_sub(INSTRUCTION_BYTES), instrs, size, kind }
+        };
+        let stores: Vec<Site> = shared.iter().map(|a| site(AccessKind::Store, a.elem, INIT_STORE_INSTRS)).collect();
+        let spin = site(AccessKind::Load, 8, SPIN_INSTRS);
+        let mut init = Init { arrays: Vec::new(), array: 0, spin, flag, spins: 0 };
+        let (t, count) = (thread.index, thread.count);
+        for (a, store) in shared.iter().zip(stores) {
+            let part = match common.init {
+                InitMode::None => continue,
+                InitMode::Parallel => match a.owner {
+                    None => share(a.n, t, count),
+                    Some(o) if o == t => 0..a.n,
+                    Some(_) => continue,
+                },
+                InitMode::Serial if t == 0 => 0..a.n,
+                InitMode::Serial => {
+                    init.spins += a.n * common.init_spin as u64;
+                    continue;
+                }
+            };
+            init.arrays.push((store, a.addr, a.stride, part));
+        }
+        init
+    }
+
+    /// Append the next initialisation accesses; false once it is over.
+    fn step(&mut self, out: &mut Out) -> bool {
+        while let Some((site, base, stride, part)) = self.arrays.get_mut(self.array) {
+            if part.is_empty() {
+                self.array += 1;
+                continue;
+            }
+            let end = part.end.min(part.start + STEP_MAX as u64);
+            for i in part.start..end {
+                out.put(site, *base + *stride * i);
+            }
+            part.start = end;
+            return true;
+        }
+        if self.spins > 0 {
+            let n = self.spins.min(STEP_MAX as u64);
+            for _ in 0..n {
+                out.put(&self.spin, self.flag);
+            }
+            self.spins -= n;
+            return true;
+        }
+        false
+    }
+}
+
 /// Drives a [`Kernel`]: copies its steps into the caller's buffers and
 /// stops after `accesses` (or `iterations`). A thread whose iteration makes
 /// no access at all (it has no share of any phase) ends at once.
 pub(crate) struct Driver<K: Kernel> {
     kernel: K,
+    init: Option<Init>,
     out: Out,
     pos: usize,
     remaining: u64,
@@ -348,6 +474,12 @@ impl<K: Kernel> Workload for Driver<K> {
                 }
                 self.out.len = 0;
                 self.pos = 0;
+                if let Some(init) = &mut self.init {
+                    if init.step(&mut self.out) {
+                        continue;
+                    }
+                    self.init = None;
+                }
                 let ended = self.kernel.step(&mut self.out);
                 self.active |= self.out.len > 0;
                 if ended {
@@ -374,13 +506,23 @@ impl<K: Kernel> Workload for Driver<K> {
 }
 
 /// Box a validated kernel with its driver.
-pub(crate) fn drive<K: Kernel>(kernel: K, common: &Common, length: Length) -> Box<dyn Workload> {
+pub(crate) fn drive<K: Kernel>(kernel: K, init: Init, common: &Common, length: Length) -> Box<dyn Workload> {
     let (remaining, total) = match length {
         Length::Own => (common.accesses, Some(common.accesses)),
         Length::Unbounded => (u64::MAX, None),
     };
     let iterations_left = if common.iterations == 0 { u64::MAX } else { common.iterations };
-    Box::new(Driver { kernel, out: Out::new(), pos: 0, remaining, total, iterations_left, active: false, done: false })
+    Box::new(Driver {
+        kernel,
+        init: Some(init),
+        out: Out::new(),
+        pos: 0,
+        remaining,
+        total,
+        iterations_left,
+        active: false,
+        done: false,
+    })
 }
 
 /// Places arrays one after another from a base address, each at the next
@@ -610,6 +752,99 @@ mod tests {
             // One thread: any copy of an entry is its own process.
             assert!(try_thread(kind, json!({}), 1, 3, 4).is_ok(), "{kind}");
         }
+    }
+
+    /// CG with 200 rows of 8 entries: its arrays' (address, element bytes,
+    /// elements) by hand. rowptr 804 bytes, colidx 6400 (2 pages), values
+    /// 12800 (4 pages), p, q, z, r 1600 each; the flag follows r.
+    const CG_ARRAYS: [(u64, u64, u64); 7] = [
+        (B, 4, 201),
+        (B + 0x1000, 4, 1600),
+        (B + 0x3000, 8, 1600),
+        (B + 0x7000, 8, 200),
+        (B + 0x8000, 8, 200),
+        (B + 0x9000, 8, 200),
+        (B + 0xA000, 8, 200),
+    ];
+    const B: u64 = 0x10_0000_0000;
+    /// The CG loop bodies take 37 instructions; the initialisation's code
+    /// follows them.
+    const INIT_CODE: u64 = 0x40_0000 + 4 * 37;
+
+    fn cg_init(init: &str) -> serde_json::Value {
+        json!({"rows": 200, "row_nonzeros": 8, "threads": 3, "iterations": 1, "init": init})
+    }
+
+    #[test]
+    fn a_parallel_initialisation_writes_each_element_once_by_its_owner() {
+        let plain = threads("cg", &cg_init("none"), 1);
+        let init = threads("cg", &cg_init("parallel"), 1);
+        let mut written: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+        for (t, s) in init.iter().enumerate() {
+            let n = s.iter().take_while(|a| a.pc.0 >= INIT_CODE).count();
+            assert!(s[..n].iter().all(|a| a.kind == AccessKind::Store));
+            for a in &s[..n] {
+                assert!(written.insert(a.addr.0, t).is_none(), "{:#x} written twice", a.addr.0);
+            }
+            // Then the kernel, exactly as without the initialisation.
+            assert!(s[n..] == plain[t][..], "thread {t}");
+        }
+        let mut expected = std::collections::BTreeMap::new();
+        for (i, (base, elem, n)) in CG_ARRAYS.iter().enumerate() {
+            for e in 0..*n {
+                // Rows 0-66, 67-133, 134-199 (and rowptr 201, colidx and
+                // values 1600 entries split the same way).
+                let t = share_owner(*n, e, 3);
+                expected.insert(base + elem * e, t);
+                assert_eq!(written.get(&(base + elem * e)), Some(&t), "array {i} element {e}");
+            }
+        }
+        assert_eq!(written, expected);
+    }
+
+    /// The thread whose static share of `n` holds `e`.
+    fn share_owner(n: u64, e: u64, threads: u32) -> usize {
+        (0..threads).position(|t| share(n, t, threads).contains(&e)).unwrap()
+    }
+
+    #[test]
+    fn a_serial_initialisation_is_thread_0s_while_the_others_spin() {
+        let plain = threads("cg", &cg_init("none"), 1);
+        let init = threads("cg", &cg_init("serial"), 1);
+        let total: u64 = CG_ARRAYS.iter().map(|a| a.2).sum();
+        let flag = B + 0xB000;
+        // Thread 0 stores every element, in array order.
+        let n = init[0].len() - plain[0].len();
+        let stores: Vec<u64> = init[0][..n].iter().map(|a| a.addr.0).collect();
+        let expected: Vec<u64> = CG_ARRAYS.iter().flat_map(|&(b, e, n)| (0..n).map(move |i| b + e * i)).collect();
+        assert_eq!(stores, expected);
+        assert_eq!(init[0][n..], plain[0][..]);
+        // The others load the flag 8 times per store of thread 0, then run.
+        for t in 1..3 {
+            let spins = init[t].len() - plain[t].len();
+            assert_eq!(spins as u64, 8 * total);
+            assert!(init[t][..spins].iter().all(|a| a.addr.0 == flag && a.kind == AccessKind::Load));
+            assert_eq!(init[t][spins..], plain[t][..]);
+        }
+        // init_spin sets the wait.
+        let mut p = cg_init("serial");
+        p["init_spin"] = json!(2);
+        assert_eq!(thread("cg", &p, 1, 1, 3).len() - plain[1].len(), 2 * total as usize);
+    }
+
+    #[test]
+    fn private_arrays_are_initialised_by_their_owner() {
+        // Private memlat regions: in parallel, each thread links its own
+        // two regions (4 KiB of 64-byte nodes: 64 pointers each).
+        let p = json!({"region_bytes": 4096, "threads": 2, "iterations": 1, "visit_accesses": 64, "init": "parallel"});
+        for (t, s) in threads("latency", &p, 1).iter().enumerate() {
+            let init: Vec<u64> = s.iter().filter(|a| a.kind == AccessKind::Store).map(|a| a.addr.0).collect();
+            let mine = B + 2 * 4096 * t as u64;
+            let expected: Vec<u64> = (0..128).map(|i| mine + 64 * i).collect();
+            assert_eq!(init, expected);
+        }
+        let e = build_err_as("cg", json!({"init": "eager"}), 0, 1);
+        assert_eq!(e, [("workload.params.init".into(), "unknown_variant")]);
     }
 
     /// The issues of expanding one `[[tasks]]` entry.

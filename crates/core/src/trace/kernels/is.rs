@@ -42,7 +42,7 @@ use super::{
 kernel_params! {
     /// Parameters of `kind = "is"`.
     pub struct IsParams {
-        /// Keys to sort, at least 1 (default 2^20, NAS class W).
+        /// Keys to sort, in [1, 2^28] (default 2^20, NAS class W).
         pub keys: u64 = 1 << 20,
         /// Keys lie in `[0, max_key)`, a power of two of at least 4 (default 2^16).
         pub max_key: u64 = 1 << 16,
@@ -93,6 +93,10 @@ const SITES: [SiteSpec; 20] = [
     (L, 4, 1),  // key_buff1[k-1]
     (S, 4, 1),  // key_buff1[k] += key_buff1[k-1]
 ];
+
+/// Most keys (NAS class C has 2^27): each thread's generator holds 8 bytes
+/// per key.
+pub const MAX_KEYS: u64 = 1 << 28;
 
 /// Key `i`: the sum of four draws in `[0, max_key / 4)`.
 fn key(draws: u64, i: u64, quarter: u64) -> u64 {
@@ -288,11 +292,12 @@ impl IsParams {
         let mut issues = Issues::default();
         let at = |f: &str| field_loc(&ctx.loc, f);
         let (n, max_key, buckets) = (self.keys, self.max_key, self.buckets);
+        // The generator holds every key and the sorted keys, 8 bytes per key.
         issues.check(
-            (1..=1 << 32).contains(&n),
+            (1..=MAX_KEYS).contains(&n),
             at("keys"),
             "out_of_range",
-            format!("keys must be in [1, 2^32], got {n}"),
+            format!("keys must be in [1, 2^28], got {n}"),
         );
         let key_ok = max_key >= 4 && max_key.is_power_of_two() && max_key <= 1 << 32;
         issues.check(
@@ -490,6 +495,8 @@ mod tests {
         let w = |s: &str| format!("workload.params.{s}");
         let e = build_err_as("is", json!({"keys": 0, "max_key": 100, "buckets": 3}), 0, 1);
         assert_eq!(e, [(w("keys"), "out_of_range"), (w("max_key"), "out_of_range"), (w("buckets"), "out_of_range")]);
+        let e = build_err_as("is", json!({"keys": super::MAX_KEYS + 1}), 0, 1);
+        assert_eq!(e, [(w("keys"), "out_of_range")]);
         let e = build_err_as("is", json!({"max_key": 16, "buckets": 32}), 0, 1);
         assert_eq!(e, [(w("buckets"), "out_of_range")]);
     }

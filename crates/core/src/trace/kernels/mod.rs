@@ -275,7 +275,8 @@ pub fn check_process(config: &WorkloadConfig, count: u32, asid: Option<u32>, at:
     let single = at == "workload";
     let key = if single { join_path(at, "params.threads") } else { join_path(at, "workload.params.threads") };
     if threads == 0 {
-        return; // reported when the kernel is built
+        issues.push(key, "out_of_range", "threads must be at least 1");
+        return;
     }
     if single {
         issues.check(
@@ -737,6 +738,19 @@ mod tests {
     }
 
     #[test]
+    fn defaults_round_trip_through_the_raw_form() {
+        for kind in KERNELS {
+            let typed = WorkloadConfig::parse(&PluginConfig::named(kind), "workload").unwrap();
+            assert_eq!(typed, WorkloadConfig::parse(&typed.to_raw(), "workload").unwrap(), "{kind}");
+            let p = json!({"init": "serial", "threads": 2});
+            let raw = PluginConfig { kind: kind.into(), params: p };
+            let typed = WorkloadConfig::parse(&raw, "workload").unwrap();
+            assert_eq!(typed.to_raw().params["init"], "serial");
+            assert_eq!(threads_of(&typed), Some(2));
+        }
+    }
+
+    #[test]
     fn thread_count_mismatches_name_the_key() {
         for kind in KERNELS {
             let e = build_err_as(kind, json!({"threads": 4}), 0, 2);
@@ -881,6 +895,8 @@ mod tests {
         assert!(e[0].2.contains("count = 2"), "{}", e[0].2);
         let e = entry_issues(json!({"threads": 4}), 4, None);
         assert_eq!((e[0].0.as_str(), e[0].1), ("tasks[0].asid", "missing_field"));
+        let e = entry_issues(json!({"threads": 0}), 1, None);
+        assert_eq!((e[0].0.as_str(), e[0].1), ("tasks[0].workload.params.threads", "out_of_range"));
         let e = entry_issues(json!({}), 4, Some(3));
         assert_eq!((e[0].0.as_str(), e[0].1), ("tasks[0].workload.params.threads", "mismatch"));
         assert!(e[0].2.contains("share asid 3"), "{}", e[0].2);

@@ -24,6 +24,12 @@
 //! cores stay close to each other, but a descheduled thread falls behind
 //! instead of holding the others at the next barrier.
 //!
+//! **Initialisation.** With `init = "parallel"` or `"serial"`, a thread
+//! first writes its share (or, for thread 0, all) of the kernel's shared
+//! arrays ([`Init`]), so that first-touch placement starts from the state
+//! the program would leave; in the serial case the other threads spin on a
+//! flag for a fixed number of loads, the stand-in for the barrier.
+//!
 //! **Determinism.** Everything random (a matrix's columns, keys, random
 //! numbers) is a hash of the run's seed, the kernel's kind and the index of
 //! the element, never of the thread: every thread sees the same matrix, and
@@ -414,7 +420,7 @@ impl Init {
                 },
                 InitMode::Serial if t == 0 => 0..a.n,
                 InitMode::Serial => {
-                    init.spins += a.n * common.init_spin as u64;
+                    init.spins = init.spins.saturating_add(a.n.saturating_mul(common.init_spin as u64));
                     continue;
                 }
             };

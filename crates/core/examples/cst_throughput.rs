@@ -33,7 +33,13 @@ fn build(kind: &str, params: &Value, n: u64) -> Result<Box<dyn Workload>> {
     let mut params = params.clone();
     params["accesses"] = json!(n);
     let raw = PluginConfig { kind: kind.to_string(), params };
-    let ctx = WorkloadCtx { seed: 42, component: "task0".into(), loc: "workload".into(), base_dir: None };
+    let ctx = WorkloadCtx {
+        seed: 42,
+        component: "task0".into(),
+        loc: "workload".into(),
+        base_dir: None,
+        thread: Default::default(),
+    };
     WorkloadConfig::parse(&raw, "workload")?.build(&ctx)
 }
 

@@ -1,4 +1,5 @@
-//! Generation speed of each synthetic workload, in accesses per second.
+//! Generation speed of each synthetic workload and kernel (thread 0 of
+//! one), in accesses per second.
 //!
 //! ```text
 //! cargo run --release --example synth_throughput [ACCESSES_PER_CASE] [CASE]
@@ -65,6 +66,12 @@ fn main() {
             json!({"accesses": n, "arrays": [{"size_bytes": "64MiB"}, {"size_bytes": "64MiB"}],
                    "sites": [{"stream": {"array": 0}}, {"stream": {"array": 1}, "store": true}]}),
         ),
+        ("cg", json!({"accesses": n})),
+        ("mg", json!({"accesses": n})),
+        ("ft", json!({"accesses": n})),
+        ("is", json!({"accesses": n})),
+        ("ep", json!({"accesses": n})),
+        ("latency", json!({"accesses": n})),
     ];
     println!("{:<8} {:>12} {:>12} {:>8}  params (N = accesses per case)", "kind", "overall/s", "best 1M/s", "best ns");
     for (kind, params) in cases {
@@ -72,7 +79,13 @@ fn main() {
             continue;
         }
         let raw = PluginConfig { kind: kind.to_string(), params: params.clone() };
-        let ctx = WorkloadCtx { seed: 1, component: "task0".into(), loc: "workload".into(), base_dir: None };
+        let ctx = WorkloadCtx {
+            seed: 1,
+            component: "task0".into(),
+            loc: "workload".into(),
+            base_dir: None,
+            thread: Default::default(),
+        };
         let built = WorkloadConfig::parse(&raw, "workload").and_then(|c| c.build(&ctx));
         let mut workload = match built {
             Ok(w) => w,

@@ -172,6 +172,7 @@ impl Engine {
                 component: format!("task{i}"),
                 loc: spec.workload_loc.clone(),
                 base_dir: base_dir.clone(),
+                thread: spec.thread,
             };
             let mut workload = spec.workload.build(&ctx)?;
             if prefetch {

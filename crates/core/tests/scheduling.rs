@@ -447,8 +447,13 @@ fn a_single_task_alone_matches_a_direct_machine_loop() {
         let v = valid(config);
         let mut m = Machine::new(&v.config.machine, v.config.seed, "machine").unwrap();
         m.add_tasks(1);
-        let ctx =
-            WorkloadCtx { seed: v.config.seed, component: "task0".into(), loc: "workload".into(), base_dir: None };
+        let ctx = WorkloadCtx {
+            seed: v.config.seed,
+            component: "task0".into(),
+            loc: "workload".into(),
+            base_dir: None,
+            thread: Default::default(),
+        };
         let accesses = collect(v.tasks[0].workload.build(&ctx).unwrap().as_mut()).unwrap();
         let end = max.map_or(accesses.len(), |m| (warmup + m) as usize).min(accesses.len());
         let (warm, measured) = accesses[..end].split_at(warmup as usize);

@@ -94,7 +94,13 @@ fn trace_generate(
             .map_err(|e| to_py_err(py, Error::config("workload", "invalid_json", e.to_string())))?;
         let plugin: PluginConfig = parse_at(&raw, "workload").map_err(|e| to_py_err(py, e))?;
         let config = WorkloadConfig::parse(&plugin, "workload").map_err(|e| to_py_err(py, e))?;
-        let ctx = WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir };
+        let ctx = WorkloadCtx {
+            seed,
+            component: "task0".into(),
+            loc: "workload".into(),
+            base_dir,
+            thread: Default::default(),
+        };
         let mut workload = config.build(&ctx).map_err(|e| to_py_err(py, e))?;
         let mut header =
             TraceHeader::new(format!("cachesched generator: {}", serde_json::to_string(&config.to_raw()).unwrap()));

@@ -197,6 +197,7 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
         (Some(raw), None) => match issues.absorb(WorkloadConfig::parse(raw, "workload")) {
             Some(w) => {
                 *raw = w.to_raw();
+                crate::trace::kernels::check_process(&w, 1, None, "workload", &mut issues);
                 vec![tasks::single(w)]
             }
             None => Vec::new(),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::PluginConfig;
 use crate::error::{join_path, Issues};
-use crate::trace::WorkloadConfig;
+use crate::trace::{kernels, ThreadIndex, WorkloadConfig};
 use crate::types::{Asid, CoreId};
 
 /// Address spaces the TLB keys can tell apart (the asid is packed in 12 bits).
@@ -66,6 +66,9 @@ pub struct TaskSpec {
     pub loc: String,
     /// Config path of its workload, e.g. `tasks[2].workload`, or `workload`.
     pub workload_loc: String,
+    /// Its copy index among the `count` copies of its entry: the thread of
+    /// a multithreaded kernel.
+    pub thread: ThreadIndex,
 }
 
 impl TaskSpec {
@@ -86,6 +89,7 @@ pub fn single(workload: WorkloadConfig) -> TaskSpec {
         max_accesses: None,
         loc: "workload".into(),
         workload_loc: "workload".into(),
+        thread: ThreadIndex::SINGLE,
     }
 }
 
@@ -134,6 +138,7 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
             continue;
         };
         entry.workload = workload.to_raw();
+        kernels::check_process(&workload, entry.count, entry.asid, &at, issues);
         for copy in 0..entry.count {
             let id = out.len();
             let name = match (&entry.name, entry.count) {
@@ -157,6 +162,7 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
                 max_accesses: entry.max_accesses,
                 loc: at.clone(),
                 workload_loc: field("workload"),
+                thread: ThreadIndex { index: copy, count: entry.count },
             });
         }
     }

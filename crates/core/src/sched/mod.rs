@@ -326,6 +326,7 @@ pub(crate) mod testing {
             max_accesses: None,
             loc: format!("tasks[{i}]"),
             workload_loc: format!("tasks[{i}].workload"),
+            thread: Default::default(),
         }
     }
 

@@ -387,6 +387,7 @@ mod tests {
             component: "task0".into(),
             loc: "tasks[0].workload".into(),
             base_dir: Some(base.to_path_buf()),
+            thread: Default::default(),
         }
     }
 

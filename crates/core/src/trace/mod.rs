@@ -8,6 +8,7 @@ pub mod champsim;
 pub mod convert;
 pub mod din;
 pub mod file;
+pub mod kernels;
 pub mod lackey;
 pub mod lines;
 pub mod native;
@@ -45,6 +46,31 @@ pub struct WorkloadCtx {
     pub loc: String,
     /// Directory that relative trace paths are resolved against.
     pub base_dir: Option<PathBuf>,
+    /// Which thread of its process the task is: its copy index and the
+    /// `count` of its `[[tasks]]` entry. Multithreaded kernels take their
+    /// share of the work from it; other workloads ignore it.
+    pub thread: ThreadIndex,
+}
+
+/// A task's place among the threads of its process: copy `index` of the
+/// `count` copies of one `[[tasks]]` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadIndex {
+    /// This thread, in `[0, count)`.
+    pub index: u32,
+    /// Threads of the process (the entry's `count`), at least 1.
+    pub count: u32,
+}
+
+impl ThreadIndex {
+    /// The only thread of a single-threaded task.
+    pub const SINGLE: ThreadIndex = ThreadIndex { index: 0, count: 1 };
+}
+
+impl Default for ThreadIndex {
+    fn default() -> ThreadIndex {
+        ThreadIndex::SINGLE
+    }
 }
 
 impl WorkloadCtx {
@@ -55,6 +81,7 @@ impl WorkloadCtx {
             component: format!("{}/{component}", self.component),
             loc: crate::error::join_path(&self.loc, loc),
             base_dir: self.base_dir.clone(),
+            thread: self.thread,
         }
     }
 }
@@ -71,6 +98,12 @@ crate::register! {
     "phases" => Phases(synthetic::phases::PhasesParams),
     "mix" => Mix(synthetic::mix::MixParams),
     "loop" => Loop(synthetic::r#loop::LoopParams),
+    "cg" => Cg(kernels::cg::CgParams),
+    "mg" => Mg(kernels::mg::MgParams),
+    "ft" => Ft(kernels::ft::FtParams),
+    "is" => Is(kernels::is::IsParams),
+    "ep" => Ep(kernels::ep::EpParams),
+    "latency" => Latency(kernels::latency::LatencyParams),
 }
 
 /// A workload over accesses held in memory (tests, and streams handed over

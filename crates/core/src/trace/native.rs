@@ -1905,7 +1905,13 @@ mod tests {
     /// a config would build it.
     fn loop_accesses(n: usize, seed: u64) -> Vec<Access> {
         let raw = crate::config::PluginConfig { kind: "loop".into(), params: serde_json::json!({"accesses": n}) };
-        let ctx = crate::trace::WorkloadCtx { seed, component: "task0".into(), loc: "workload".into(), base_dir: None };
+        let ctx = crate::trace::WorkloadCtx {
+            seed,
+            component: "task0".into(),
+            loc: "workload".into(),
+            base_dir: None,
+            thread: Default::default(),
+        };
         let mut workload = crate::trace::WorkloadConfig::parse(&raw, "workload").unwrap().build(&ctx).unwrap();
         let accesses = collect(&mut *workload).unwrap();
         assert_eq!(accesses.len(), n);

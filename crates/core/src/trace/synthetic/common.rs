@@ -283,39 +283,51 @@ impl Common {
                 format!("{} pcs do not fit in code_bytes = {} ({slots} instructions)", self.pcs, self.code_bytes),
             );
         }
-        let code_end = self.code_base.checked_add(slots * INSTRUCTION_BYTES);
-        if self.code_base & (INSTRUCTION_BYTES - 1) != 0 {
-            issues.push(
-                at("code_base"),
-                "not_multiple",
-                format!("code_base must be a multiple of {INSTRUCTION_BYTES}, got {:#x}", self.code_base),
-            );
-        } else if code_end.is_none() {
-            issues.push(at("code_base"), "overflow", "the code region runs past the end of the address space");
-        }
-        if let Some(bytes) = data_bytes {
-            let data_end = self.base_addr.checked_add(bytes);
-            match (data_end, code_end) {
-                (None, _) => issues.push(
-                    at("base_addr"),
-                    "overflow",
-                    format!(
-                        "the data region ({bytes} bytes from {:#x}) runs past the end of the address space",
-                        self.base_addr
-                    ),
-                ),
-                (Some(data_end), Some(code_end)) if slots > 0 => issues.check(
-                    data_end <= self.code_base || code_end <= self.base_addr,
-                    at("code_base"),
-                    "overlap",
-                    format!(
-                        "the code region [{:#x}, {code_end:#x}) overlaps the data region [{:#x}, {data_end:#x}); move code_base or base_addr",
-                        self.code_base, self.base_addr
-                    ),
-                ),
-                _ => {}
-            }
-        }
+        check_regions(loc, self.code_base, Some(slots * INSTRUCTION_BYTES), self.base_addr, data_bytes, issues);
+    }
+}
+
+/// Record the problems of a code region of `code_bytes` bytes from
+/// `code_base` (`None` when its size does not fit in 64 bits) beside a data
+/// region of `data_bytes` from `base_addr` (when known): a code base that is
+/// not a multiple of 4 (`not_multiple`), a region running past the end of
+/// the address space (`overflow`), and the two overlapping (`overlap`,
+/// reported at `code_base`). An empty code region overlaps nothing.
+pub(crate) fn check_regions(
+    loc: &str,
+    code_base: u64,
+    code_bytes: Option<u64>,
+    base_addr: u64,
+    data_bytes: Option<u64>,
+    issues: &mut Issues,
+) {
+    let at = |field: &str| field_loc(loc, field);
+    let code_end = code_bytes.and_then(|b| code_base.checked_add(b));
+    if !code_base.is_multiple_of(INSTRUCTION_BYTES) {
+        issues.push(
+            at("code_base"),
+            "not_multiple",
+            format!("code_base must be a multiple of {INSTRUCTION_BYTES}, got {code_base:#x}"),
+        );
+    } else if code_end.is_none() {
+        issues.push(at("code_base"), "overflow", "the code region runs past the end of the address space");
+    }
+    let Some(bytes) = data_bytes else { return };
+    match (base_addr.checked_add(bytes), code_end) {
+        (None, _) => issues.push(
+            at("base_addr"),
+            "overflow",
+            format!("the data region ({bytes} bytes from {base_addr:#x}) runs past the end of the address space"),
+        ),
+        (Some(data_end), Some(code_end)) if code_end > code_base => issues.check(
+            data_end <= code_base || code_end <= base_addr,
+            at("code_base"),
+            "overlap",
+            format!(
+                "the code region [{code_base:#x}, {code_end:#x}) overlaps the data region [{base_addr:#x}, {data_end:#x}); move code_base or base_addr"
+            ),
+        ),
+        _ => {}
     }
 }
 

@@ -40,8 +40,8 @@ use crate::util::perm::Permutation;
 use crate::util::rng::Rng;
 
 use super::common::{
-    field_loc, stream_rng, Length, DEFAULT_ACCESSES, DEFAULT_ACCESS_BYTES, DEFAULT_BASE_ADDR, DEFAULT_CODE_BASE,
-    DEFAULT_WORKING_SET_BYTES, INSTRUCTION_BYTES,
+    check_regions, field_loc, stream_rng, Length, DEFAULT_ACCESSES, DEFAULT_ACCESS_BYTES, DEFAULT_BASE_ADDR,
+    DEFAULT_CODE_BASE, DEFAULT_WORKING_SET_BYTES, INSTRUCTION_BYTES,
 };
 use super::zipf::{ZipfSampler, HEAD_RANKS};
 
@@ -578,28 +578,8 @@ impl LoopParams {
         }
 
         // The code of the loop body, and its overlap with the data.
-        let code_end = code_instructions.checked_mul(INSTRUCTION_BYTES).and_then(|b| self.code_base.checked_add(b));
-        if !self.code_base.is_multiple_of(INSTRUCTION_BYTES) {
-            issues.push(
-                at("code_base"),
-                "not_multiple",
-                format!("code_base must be a multiple of {INSTRUCTION_BYTES}, got {:#x}", self.code_base),
-            );
-        } else if code_end.is_none() {
-            issues.push(at("code_base"), "overflow", "the loop body's code runs past the end of the address space");
-        }
-        if let (Some(code_end), Some(data_bytes)) = (code_end, layout.end) {
-            let data_end = self.base_addr + data_bytes;
-            issues.check(
-                code_end <= self.base_addr || data_end <= self.code_base || code_end == self.code_base,
-                at("code_base"),
-                "overlap",
-                format!(
-                    "the loop body's code [{:#x}, {code_end:#x}) overlaps the arrays and heaps [{:#x}, {data_end:#x}); move code_base or base_addr",
-                    self.code_base, self.base_addr
-                ),
-            );
-        }
+        let code_bytes = code_instructions.checked_mul(INSTRUCTION_BYTES);
+        check_regions(&ctx.loc, self.code_base, code_bytes, self.base_addr, layout.end, &mut issues);
         issues.finish()?;
 
         let mut sites: Vec<RunSite> = built.into_iter().map(|s| s.expect("validated")).collect();

@@ -48,6 +48,12 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Phases(p) => p.build_with(ctx, endless),
         WorkloadConfig::Mix(p) => p.build_with(ctx, endless),
         WorkloadConfig::Loop(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Cg(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Mg(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Ft(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Is(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Ep(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Latency(p) => p.build_with(ctx, endless),
         WorkloadConfig::Trace(p) => p.build(ctx),
     }
 }
@@ -62,7 +68,13 @@ pub(crate) mod testutil {
 
     /// The context of a top-level workload at key `workload`.
     pub fn ctx(seed: u64, component: &str) -> WorkloadCtx {
-        WorkloadCtx { seed, component: component.to_string(), loc: "workload".to_string(), base_dir: None }
+        WorkloadCtx {
+            seed,
+            component: component.to_string(),
+            loc: "workload".to_string(),
+            base_dir: None,
+            thread: Default::default(),
+        }
     }
 
     /// Parse and build `{kind, params}` as a user's config would be.

@@ -35,6 +35,41 @@ def test_instruction_fetches_add_up_to_lackeys_own_count(tmp_path):
     assert trace.scan(tmp_path / "data.cst")["ifetches"] == 0
 
 
+PROGRAM = r"""
+#include <stdio.h>
+volatile int a[1000];
+int main(void) {
+    int sum = 0;
+    for (int i = 0; i < 1000; i++) a[i] = i;
+    for (int i = 0; i < 1000; i++) sum += a[i];
+    printf("%p %d\n", (void *)a, sum);
+    return 0;
+}
+"""
+
+
+@needs_valgrind
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_a_programs_own_array_accesses_are_all_there(tmp_path):
+    (tmp_path / "p.c").write_text(PROGRAM)
+    subprocess.run(["gcc", "-O1", "-o", str(tmp_path / "p"), str(tmp_path / "p.c")], check=True)
+    with open(tmp_path / "out.txt", "w") as out:
+        record([str(tmp_path / "p")], tmp_path / "p.cst", stdout=out)
+    base, total = (tmp_path / "out.txt").read_text().split()
+    assert int(total) == sum(range(1000))
+    # The program prints its array's address as it runs under valgrind: the addresses lackey traces.
+    base = int(base, 16)
+    df = trace.read(tmp_path / "p.cst")
+    on_array = df[(df.addr >= base) & (df.addr < base + 4000)]
+    stores, loads = on_array[on_array.kind == 1], on_array[on_array.kind == 0]
+    # Exactly one 4-byte store then one 4-byte load per element, in order, each from one pc.
+    assert stores.addr.tolist() == [base + 4 * i for i in range(1000)]
+    assert loads.addr.tolist() == [base + 4 * i for i in range(1000)]
+    assert set(on_array["size"]) == {4}
+    assert stores.pc.nunique() == 1 and loads.pc.nunique() == 1
+    assert stores.index.max() < loads.index.min()
+
+
 @needs_valgrind
 def test_skip_drops_whole_instructions(tmp_path):
     skip = 50_000

@@ -142,7 +142,13 @@ fn trace_convert(py: Python<'_>, params_json: &str, path: PathBuf, progress: Opt
         let raw: serde_json::Value = serde_json::from_str(params_json)
             .map_err(|e| to_py_err(py, Error::config("params", "invalid_json", e.to_string())))?;
         let params: TraceParams = parse_at(&raw, "params").map_err(|e| to_py_err(py, e))?;
-        let ctx = WorkloadCtx { seed: 0, component: "task0".into(), loc: String::new(), base_dir: None };
+        let ctx = WorkloadCtx {
+            seed: 0,
+            component: "task0".into(),
+            loc: String::new(),
+            base_dir: None,
+            thread: Default::default(),
+        };
         let mut reporter = Reporter::new(progress.as_ref());
         let outcome = py.detach(|| -> Result<(TraceFormat, TraceSummary), Error> {
             let (format, mut workload) = params.open(&ctx)?;

@@ -21,8 +21,12 @@
 //! of these five loops (NAS runs 25 of them per outer iteration, plus a
 //! residual norm this kernel leaves out).
 //!
-//! Every row has exactly `row_nonzeros` entries (NAS's rows vary around a
-//! mean), so `rowptr[j] = j * row_nonzeros`. A row's columns are distinct
+//! Row `j` has `row_nonzeros + d_j` entries, `d_j` drawn uniformly in
+//! `[-s, s]` with `s = floor(row_spread * row_nonzeros)` from a hash of
+//! (seed, row), so that rows vary around a mean as NAS's do and a thread's
+//! block of rows may hold more entries than another's; with `row_spread =
+//! 0` (the default) every row has exactly `row_nonzeros` entries and
+//! `rowptr[j] = j * row_nonzeros`. A row's columns are distinct
 //! and sorted; with `structure = "random"` they are the diagonal plus
 //! columns drawn uniformly from a hash of (seed, row, draw), the same in
 //! every thread; with `structure = "banded"` they are the `row_nonzeros`
@@ -62,6 +66,9 @@ kernel_params! {
         pub row_nonzeros: u32 = 64,
         /// `"random"` (default) or `"banded"`.
         pub structure: Structure = Structure::Random,
+        /// Spread of the row lengths around `row_nonzeros`, in [0, 1)
+        /// (default 0: every row the same length).
+        pub row_spread: f64 = 0.0,
     }
 }
 
@@ -149,26 +156,57 @@ struct Cg {
     sites: [Site; 18],
     a: CgLayout,
     rows: u64,
-    nz: u64,
+    lengths: RowLengths,
     structure: Structure,
     key: u64,
     mine: std::ops::Range<u64>,
     phase: Phase,
     j: u64,
     k: u64,
+    /// Entries of the current row, and where it starts in colidx.
+    len: u64,
+    k0: u64,
+    /// Where this thread's first row starts in colidx.
+    first: u64,
     cols: [u32; MAX_ROW_NONZEROS as usize],
 }
 
+/// The length of each row: `mean + d`, `d` uniform in `[-spread, spread]`.
+#[derive(Debug, Clone, Copy)]
+struct RowLengths {
+    mean: u64,
+    spread: u64,
+    key: u64,
+}
+
+impl RowLengths {
+    fn of(&self, j: u64) -> u64 {
+        if self.spread == 0 {
+            return self.mean;
+        }
+        let d = ((draw(self.key, j) as u128 * (2 * self.spread + 1) as u128) >> 64) as u64;
+        self.mean - self.spread + d
+    }
+
+    /// Entries in rows `0..j`.
+    fn before(&self, j: u64) -> u64 {
+        if self.spread == 0 {
+            return j.saturating_mul(self.mean);
+        }
+        (0..j).map(|r| self.of(r)).sum()
+    }
+}
+
 impl Cg {
-    /// Fill `cols[..nz]` with row `j`'s sorted columns.
+    /// Fill `cols[..len]` with row `j`'s sorted columns.
     fn columns(&mut self, j: u64) {
         let n = self.rows;
-        let nz = self.nz as usize;
+        let nz = self.len as usize;
         let cols = &mut self.cols[..nz];
         match self.structure {
             Structure::Banded => {
                 for (d, c) in cols.iter_mut().enumerate() {
-                    *c = ((j + n - self.nz / 2 + d as u64) % n) as u32;
+                    *c = ((j + n - self.len / 2 + d as u64) % n) as u32;
                 }
             }
             Structure::Random => {
@@ -195,6 +233,9 @@ impl Cg {
             self.j = self.mine.start;
             let ended = self.phase == Phase::Direction;
             self.phase = next;
+            if ended {
+                self.k0 = self.first;
+            }
             return ended;
         }
         false
@@ -213,15 +254,17 @@ impl Kernel for Cg {
                 if self.k == 0 {
                     out.put(&s[ROW_LO], a.rowptr + 4 * j);
                     out.put(&s[ROW_HI], a.rowptr + 4 * (j + 1));
+                    self.len = self.lengths.of(j);
                     self.columns(j);
                 }
-                let k = j * self.nz + self.k;
+                let k = self.k0 + self.k;
                 let s = &self.sites;
                 out.put(&s[COL], a.colidx + 4 * k);
                 out.put(&s[VAL], a.values + 8 * k);
                 out.put(&s[GATHER], a.p + 8 * self.cols[self.k as usize] as u64);
                 self.k += 1;
-                if self.k == self.nz {
+                if self.k == self.len {
+                    self.k0 += self.len;
                     self.k = 0;
                     out.put(&s[Q_STORE], a.q + v);
                     return self.next_row(Phase::Dot);
@@ -281,7 +324,26 @@ impl CgParams {
             "too_large",
             format!("row_nonzeros = {nz} exceeds the {rows} columns"),
         );
-        let nnz = rows.saturating_mul(nz);
+        let spread_ok = (0.0..1.0).contains(&self.row_spread);
+        issues.check(
+            spread_ok,
+            at("row_spread"),
+            "out_of_range",
+            format!("row_spread must be in [0, 1), got {}", self.row_spread),
+        );
+        let spread = if spread_ok { (self.row_spread * nz as f64).floor() as u64 } else { 0 };
+        issues.check(
+            spread == 0 || (nz + spread <= MAX_ROW_NONZEROS as u64 && nz + spread <= rows),
+            at("row_spread"),
+            "too_large",
+            format!(
+                "rows of up to row_nonzeros + {spread} = {} entries exceed {MAX_ROW_NONZEROS} or the {rows} columns",
+                nz + spread
+            ),
+        );
+        let lengths = RowLengths { mean: nz, spread, key: draw_key(ctx.seed, "cg/rows") };
+        let rows_ok = rows <= u32::MAX as u64;
+        let nnz = if rows_ok { lengths.before(rows) } else { 0 };
         let (a, mut layout) = CgLayout::new(self.base_addr, rows, nnz);
         let (sites, code_bytes) = lay_out_sites(self.code_base, &SITES);
         let common = self.common();
@@ -298,11 +360,15 @@ impl CgParams {
         check_work(rows, thread.count, &at("threads"), "rows", &mut issues);
         issues.finish()?;
         let mine = share(rows, thread.index, thread.count);
+        let first = lengths.before(mine.start);
         let kernel = Cg {
             sites,
             a,
             rows,
-            nz,
+            lengths,
+            len: 0,
+            k0: first,
+            first,
             structure: self.structure,
             key: draw_key(ctx.seed, "cg"),
             j: mine.start,
@@ -418,6 +484,45 @@ mod tests {
     }
 
     #[test]
+    fn row_lengths_spread_around_the_mean_and_threads_still_cover_each_entry_once() {
+        // Rows of 20 +- 10 entries over 3 threads: count each row's gathers
+        // (the loads between its rowptr loads and its q store).
+        let p = json!({"rows": 900, "row_nonzeros": 20, "row_spread": 0.5, "threads": 3, "iterations": 1});
+        let streams = threads("cg", &p, 8);
+        let colidx_pc = C + 4 * 6;
+        let mut lengths = Vec::new();
+        let mut entries: BTreeMap<u64, u32> = BTreeMap::new();
+        for s in &streams {
+            let mut n = 0;
+            for a in s {
+                if a.pc.0 == colidx_pc {
+                    n += 1;
+                    *entries.entry(a.addr.0).or_default() += 1;
+                } else if a.pc.0 == C + 4 * 12 {
+                    lengths.push(n);
+                    n = 0;
+                }
+            }
+        }
+        assert_eq!(lengths.len(), 900);
+        assert!(lengths.iter().all(|n| (10..=30).contains(n)));
+        // Uniform over 21 values: mean 20, standard error 6.06 / 30.
+        let mean = lengths.iter().sum::<u64>() as f64 / 900.0;
+        assert!((mean - 20.0).abs() < 5.0 * 6.06 / 30.0, "{mean}");
+        assert!(lengths.iter().filter(|&&n| n == 10).count() > 10);
+        // colidx entries 0..nnz, each read once, thread blocks adjacent.
+        let nnz: u64 = lengths.iter().sum();
+        assert_eq!(entries.len() as u64, nnz);
+        assert!(entries.values().all(|&c| c == 1));
+        assert_eq!(*entries.keys().last().unwrap(), B + 0x1000 + 4 * (nnz - 1));
+        // Another seed, other lengths; the same seed, the same whatever
+        // the thread count.
+        let one = json!({"rows": 900, "row_nonzeros": 20, "row_spread": 0.5, "iterations": 1});
+        assert!(thread("cg", &one, 8, 0, 1).iter().filter(|a| a.pc.0 == colidx_pc).count() as u64 == nnz);
+        assert!(thread("cg", &one, 9, 0, 1).iter().filter(|a| a.pc.0 == colidx_pc).count() as u64 != nnz);
+    }
+
+    #[test]
     fn the_matrix_follows_the_seed() {
         let p = json!({"rows": 500, "row_nonzeros": 16, "accesses": 2000});
         assert_ne!(thread("cg", &p, 1, 0, 1), thread("cg", &p, 2, 0, 1));
@@ -434,6 +539,10 @@ mod tests {
         assert_eq!(e, [(w("row_nonzeros"), "out_of_range")]);
         let e = build_err_as("cg", json!({"rows": 2, "row_nonzeros": 1, "threads": 3}), 0, 3);
         assert_eq!(e, [(w("threads"), "too_large")]);
+        let e = build_err_as("cg", json!({"row_spread": 1.0}), 0, 1);
+        assert_eq!(e, [(w("row_spread"), "out_of_range")]);
+        let e = build_err_as("cg", json!({"row_nonzeros": 200, "row_spread": 0.5}), 0, 1);
+        assert_eq!(e, [(w("row_spread"), "too_large")]);
         let e = build_err_as("cg", json!({"structure": "dense"}), 0, 1);
         assert_eq!(e, [(w("structure"), "unknown_variant")]);
     }

@@ -867,6 +867,18 @@ mod tests {
         assert_eq!(e, [("workload.params.init".into(), "unknown_variant")]);
     }
 
+    #[test]
+    fn a_kernel_nested_in_phases_is_the_same_thread() {
+        // Thread 1 of 2 of MG inside a phase: the phase inherits the
+        // thread, so its stream is the kernel's own.
+        let direct = thread("mg", &json!({"grid": 8, "threads": 2, "accesses": 3000}), 4, 1, 2);
+        let mg = json!({"kind": "mg", "params": {"grid": 8, "threads": 2}});
+        let p = json!({"phases": [{"accesses": 3000, "workload": mg}]});
+        let nested = thread("phases", &p, 4, 1, 2);
+        assert!(nested == direct);
+        assert!(nested != thread("mg", &json!({"grid": 8, "threads": 2, "accesses": 3000}), 4, 0, 2));
+    }
+
     /// The issues of expanding one `[[tasks]]` entry.
     fn entry_issues(params: serde_json::Value, count: u32, asid: Option<u32>) -> Vec<(String, &'static str, String)> {
         let mut entries = vec![TaskParams {

@@ -141,3 +141,10 @@ def test_errors_name_the_file_line_and_offset(run_cli, tmp_path):
     (tmp_path / "text").write_text("hello, world\n")
     proc = run_cli("trace", "convert", str(tmp_path / "text"), str(tmp_path / "o.cst"))
     assert proc.returncode == 1 and "unrecognised trace format (known: cst, lackey, din, champsim)" in proc.stderr
+
+
+def test_convert_keeps_a_range_of_accesses(run_cli, tmp_path):
+    (tmp_path / "c.bin").write_bytes(CHAMPSIM)
+    run_cli("trace", "convert", str(tmp_path / "c.bin"), str(tmp_path / "c.cst"), "--skip", "1", "--limit", "2",
+            check=True)
+    assert [r[:2] for r in rows(tmp_path / "c.cst")] == [r[:2] for r in CHAMPSIM_ACCESSES[1:3]]

@@ -193,6 +193,10 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
         params["access_bytes"] = args.access_bytes
     if args.ifetch:
         params["ifetch"] = True
+    if args.skip:
+        params["skip"] = args.skip
+    if args.limit is not None:
+        params["limit"] = args.limit
     progress, close = _progress(args.quiet, " accesses")
     try:
         result = trace.convert(args.input, args.output, format=args.format, progress=progress, **params)
@@ -392,6 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="input format (default: recognised from the first bytes)")
     conv.add_argument("--access-bytes", type=int, help="ChampSim only: bytes per access (default 64)")
     conv.add_argument("--ifetch", action="store_true", help="lackey only: keep instruction fetches")
+    conv.add_argument("--skip", type=int, default=0, help="accesses to leave out at the start")
+    conv.add_argument("--limit", type=int, help="accesses to keep after the skip (default: all)")
     conv.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     conv.set_defaults(func=cmd_trace_convert)
 

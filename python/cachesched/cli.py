@@ -239,7 +239,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise SystemExit("error: --workers and --dask exclude each other (Dask's workers are the cluster's)")
     spec = sweep.load_sweep(args.spec)
     if args.bench:
-        return _sweep_bench(spec, args.workers or 2)
+        return _sweep_bench(spec, args.workers or 2, args.repeat)
     store = args.store or _default_store()
     if not args.quiet:
         print(f"{sweep.describe(spec)}; store {store}", file=sys.stderr)
@@ -254,12 +254,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if out.failed or out.invalid else 0
 
 
-def _sweep_bench(spec, workers: int) -> int:
+def _sweep_bench(spec, workers: int, repeat: int) -> int:
     from . import sweep
 
-    seconds = sweep.bench(spec, (1, workers))
+    seconds = sweep.bench(spec, (1, workers), repeat)
     ratio = seconds[workers] / seconds[1]
-    print(f"{sweep.describe(spec)}, local processes, fresh store each time")
+    print(f"{sweep.describe(spec)}, local processes, fresh store each time, best of {repeat}")
     print(f"1 worker   {seconds[1]:8.2f} s")
     print(f"{workers} workers {seconds[workers]:8.2f} s")
     print(f"ratio      {ratio:8.3f}  ({workers} workers / 1 worker)")
@@ -541,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--retry-failed", action="store_true", help="run the failed runs again")
     sw.add_argument("--bench", action="store_true",
                     help="time the sweep with 1 worker and with --workers (default 2), in fresh stores; print the ratio")
+    sw.add_argument("--repeat", type=int, default=1, metavar="N", help="with --bench: best of N rounds")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=cmd_sweep)
 

@@ -111,13 +111,20 @@ class Store:
             handle.close()
             raise StoreBusy(f"{self.dir}: another sweep is running on this store") from None
         try:
-            with self.transaction() as db:
-                db.execute("UPDATE runs SET status = 'pending', updated = ? WHERE status = 'running'", (time.time(),))
+            self._unclaim()
             shutil.rmtree(self.dir / "runs" / ".tmp", ignore_errors=True)
-            yield
+            try:
+                yield
+            finally:
+                self._unclaim()  # after Ctrl-C or an error: what was in flight is pending again
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
+
+    def _unclaim(self) -> None:
+        """Put every ``running`` row back to ``pending`` (only under the driver lock)."""
+        with self.transaction() as db:
+            db.execute("UPDATE runs SET status = 'pending', updated = ? WHERE status = 'running'", (time.time(),))
 
     def register(self, sweep: str, spec: dict, points: list[dict]) -> None:
         """Record a sweep's points and add their runs as ``pending`` (or as

@@ -181,9 +181,11 @@ def _within(where: str, path: str, fn: Callable[..., Any], *args: Any) -> Any:
         raise _error(f"{where}.{path}", problem["code"], msg) from None
 
 
-def load_sweep(spec: Mapping[str, Any] | str | Path) -> Sweep:
+def load_sweep(spec: Mapping[str, Any] | str | Path | Sweep) -> Sweep:
     """Read and check a sweep: a TOML file, TOML text or a dict. Errors are
     :class:`~cachesched.errors.ConfigError` naming the key of the spec."""
+    if isinstance(spec, Sweep):
+        return spec
     where: Path | None = None
     if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and "=" not in spec):
         where = Path(spec)
@@ -334,7 +336,7 @@ def run(
     are recorded with their error and not tried again unless
     ``retry_failed``. Read the results with :func:`cachesched.results.load`.
     """
-    sweep = spec if isinstance(spec, Sweep) else load_sweep(spec)
+    sweep = load_sweep(spec)
     db = store if isinstance(store, Store) else Store(store)
     start = time.perf_counter()
     try:
@@ -381,19 +383,23 @@ def _drive(db: Store, sweep: Sweep, todo: list[str], out: Outcomes, executor: An
 # ---------------------------------------------------------------- benchmark
 
 
-def bench(spec: Mapping[str, Any] | str | Path, workers: tuple[int, ...] = (1, 2)) -> dict[int, float]:
+def bench(spec: Mapping[str, Any] | str | Path | Sweep, workers: tuple[int, ...] = (1, 2),
+          repeat: int = 1) -> dict[int, float]:
     """Wall-clock seconds of the whole sweep with each number of local workers,
-    each into a fresh store (so nothing is skipped)."""
+    each time into a fresh store (so nothing is skipped); the best of
+    ``repeat`` rounds, the worker counts taking turns so that a change in the
+    machine's load falls on all of them."""
     import tempfile
 
     sweep = load_sweep(spec)
-    seconds = {}
-    for n in workers:
-        with tempfile.TemporaryDirectory() as tmp:
-            outcome = run(sweep, store=Path(tmp) / "store", workers=n, progress=False)
-            if outcome.failed:
-                raise CacheschedError(f"{outcome.failed} runs of the benchmark sweep failed")
-            seconds[n] = outcome.seconds
+    seconds: dict[int, float] = {}
+    for _ in range(repeat):
+        for n in workers:
+            with tempfile.TemporaryDirectory() as tmp:
+                outcome = run(sweep, store=Path(tmp) / "store", workers=n, progress=False)
+            if outcome.failed or outcome.invalid:
+                raise CacheschedError(f"{outcome.failed + outcome.invalid} runs of the benchmark sweep failed")
+            seconds[n] = min(seconds.get(n, float("inf")), outcome.seconds)
     return seconds
 
 

@@ -162,6 +162,11 @@ def test_a_failing_run_is_recorded_with_its_error_and_the_others_complete(tmp_pa
     assert load(tmp_path).set_index(["variant", "seed"]).error.equals(df.error)
 
 
+def test_a_worker_of_another_version_refuses_the_run():
+    outcome = sw.execute({"key": "k", "config": {}, "version": "0.0.0-other"})
+    assert not outcome["ok"] and "keyed for 0.0.0-other" in outcome["error"]
+
+
 def die_once(job: dict) -> dict:
     """A run whose worker process is killed the first time it runs it."""
     marker = Path(job["marker"])

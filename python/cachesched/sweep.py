@@ -258,6 +258,10 @@ def execute(job: Job) -> Outcome:
     detail files' bytes (the driver writes them, so workers need no shared disk)."""
     from .simulate import simulate
 
+    if job.get("version", _core.__version__) != _core.__version__:
+        # The run's key names the version that must run it (a Dask worker may have another installed).
+        return {"ok": False, "error": f"this worker has cachesched {_core.__version__}, the run is keyed for "
+                                      f"{job['version']}"}
     try:
         results = simulate(job["config"], base_dir=job.get("base_dir"))
         return {"ok": True, "metrics": metrics(results), "files": results.files()}
@@ -361,7 +365,7 @@ def _drive(db: Store, sweep: Sweep, todo: list[str], out: Outcomes, executor: An
     def jobs() -> Iterator[Job]:
         for key in todo:
             db.claim(key)
-            yield {"key": key, "config": db.config(key), "base_dir": base_dir}
+            yield {"key": key, "config": db.config(key), "base_dir": base_dir, "version": _core.__version__}
 
     bar = _bar(len(todo), not progress)
     try:

@@ -90,6 +90,13 @@ class LocalExecutor(Executor):
         self._context.set_forkserver_preload(["cachesched.sweep"])
         self._pool: ProcessPoolExecutor | None = None
 
+    def warm_up(self) -> None:
+        """Start the fork server now (it lives as long as this process and
+        serves every later pool), so that timing a sweep does not count it."""
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
     def _new_pool(self) -> ProcessPoolExecutor:
         self._stop()
         self._pool = ProcessPoolExecutor(self.slots, mp_context=self._context, initializer=_worker_init,

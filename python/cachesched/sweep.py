@@ -392,9 +392,13 @@ def bench(spec: Mapping[str, Any] | str | Path | Sweep, workers: tuple[int, ...]
     """Wall-clock seconds of the whole sweep with each number of local workers,
     each time into a fresh store (so nothing is skipped); the best of
     ``repeat`` rounds, the worker counts taking turns so that a change in the
-    machine's load falls on all of them."""
+    machine's load falls on all of them. The fork server is started first:
+    only the first sweep of a process pays for it, whatever its worker count."""
     import tempfile
 
+    from .executors import LocalExecutor
+
+    LocalExecutor(1).warm_up()
     sweep = load_sweep(spec)
     seconds: dict[int, float] = {}
     for _ in range(repeat):

@@ -257,8 +257,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _sweep_bench(spec, workers: int, repeat: int) -> int:
     from . import sweep
 
+    before = os.getloadavg()[0]
     seconds = sweep.bench(spec, (1, workers), repeat)
     ratio = seconds[workers] / seconds[1]
+    print(f"load average {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores "
+          "(other processes take CPUs from the workers)")
     print(f"{sweep.describe(spec)}, local processes, fresh store each time, best of {repeat}")
     print(f"1 worker   {seconds[1]:8.2f} s")
     print(f"{workers} workers {seconds[workers]:8.2f} s")

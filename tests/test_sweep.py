@@ -121,6 +121,7 @@ def test_local_sweep_stores_every_run_and_a_rerun_skips_them(tmp_path):
     out = cachesched.run_sweep(spec(), store=store, workers=2, progress=False)
     assert (out.points, out.done, out.failed, out.skipped) == (8, 8, 0, 0)
     df = load(store, "small")
+    assert df.attrs["axes"] == ["machine.l2.size_bytes", "workload.params.working_set_bytes", "seed"]
     assert len(df) == 8 and (df.status == "done").all() and df.key.is_unique
     assert list(df.columns[:6]) == ["sweep", "position", "variant", "machine.l2.size_bytes",
                                     "workload.params.working_set_bytes", "seed"]
@@ -287,3 +288,5 @@ def test_cli_sweep_and_results_commands(run_cli, tmp_path, capsys):
     assert set(csv.variant) == {"lru", "plru"}
     assert main(["results", "ls", "--store", str(tmp_path / "nothing")]) == 1
     assert "no results store" in capsys.readouterr().err
+    assert main(["results", "ls", "nope", "--store", store]) == 1
+    assert "no sweep named 'nope'" in capsys.readouterr().err

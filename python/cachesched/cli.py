@@ -290,22 +290,20 @@ def cmd_results_ls(args: argparse.Namespace) -> int:
             print(f"{r['sweep']:<24} {total:>7} {r['done']:>6} {r['failed']:>7} {r['pending']:>8} {r['running']:>8}")
         return 0
     df = load(store, args.sweep)
+    if df.empty:
+        raise CacheschedError(f"{store}: no sweep named '{args.sweep}' (`cachesched results ls` lists them)")
     if args.status:
         df = df[df.status == args.status]
-    if df.empty:
-        print(f"no points in sweep {args.sweep}" + (f" with status {args.status}" if args.status else ""))
-        return 0
-    axes = [c for c in df.columns if c not in _FIXED and not c.startswith(("l1", "l2", "llc", "wall", "access"))]
+    axes = df.attrs["axes"] + (["variant"] if df.variant.notna().any() else [])
     shown = [c for c in ("cpi", "l1d_miss_ratio", "l2_miss_ratio", "llc_miss_ratio") if c in df.columns]
     table = df.assign(key=df.key.str[:12])[["key", "status", *axes, *shown]]
-    print(table.to_string(index=False, columns=table.columns, max_colwidth=40))
-    for _, r in df[df.status == "failed"].iterrows():
-        print(f"\n{r.key[:12]} failed: {r.error}")
+    text = table.to_string(index=False, max_colwidth=40)
+    text += "".join(f"\n\n{r.key[:12]} failed: {r.error}" for _, r in df[df.status == "failed"].iterrows())
+    try:
+        print(text)
+    except BrokenPipeError:  # `cachesched results ls x | head`
+        sys.stdout = None
     return 0
-
-
-_FIXED = {"sweep", "position", "variant", "status", "key", "error", "detail", "tasks", "accesses", "instructions",
-          "cycles", "cpi", "switches", "migrations", "warmup_accesses"}
 
 
 def cmd_results_show(args: argparse.Namespace) -> int:

@@ -302,7 +302,8 @@ def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFr
     as one row per point: ``sweep``, ``position``, ``variant``, one column per
     axis (named by its key path), ``status``, ``key``, ``error``, ``detail``
     (the folder of the run's ``results.json`` and Parquet tables, absolute),
-    then the summary metrics. All sweeps of the store if ``sweep`` is None."""
+    then the summary metrics. All sweeps of the store if ``sweep`` is None.
+    ``df.attrs["axes"]`` lists the axis columns."""
     from .store import DEFAULT_STORE, Store
     from .sweep import to_jsonable
 
@@ -311,12 +312,16 @@ def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFr
         points = db.points(sweep)
     finally:
         db.close()
-    rows = []
+    rows, axes = [], {}
     for p in points:
         row = {"sweep": p["sweep"], "position": p["position"], "variant": p["variant"]}
-        row.update({k: to_jsonable(v) for k, v in json.loads(p["axes"]).items()})
+        values = json.loads(p["axes"])
+        axes.update(dict.fromkeys(values))
+        row.update({k: to_jsonable(v) for k, v in values.items()})
         row.update(status=p["status"], key=p["key"], error=p["error"],
                    detail=str((db.dir / p["detail"]).resolve()) if p["detail"] else None)
         row.update(json.loads(p["metrics"]) if p["metrics"] else {})
         rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df.attrs["axes"] = list(axes)
+    return df

@@ -234,13 +234,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from . import sweep
+    from .store import default_store
 
     if args.dask and args.workers:
         raise SystemExit("error: --workers and --dask exclude each other (Dask's workers are the cluster's)")
     spec = sweep.load_sweep(args.spec)
     if args.bench:
         return _sweep_bench(spec, args.workers or 2, args.repeat)
-    store = args.store or _default_store()
+    store = args.store or default_store()
     if not args.quiet:
         print(f"{sweep.describe(spec)}; store {store}", file=sys.stderr)
     out = sweep.run(spec, store=store, workers=args.workers, dask=args.dask, retry_failed=args.retry_failed,
@@ -269,17 +270,11 @@ def _sweep_bench(spec, workers: int, repeat: int) -> int:
     return 0
 
 
-def _default_store() -> str:
-    from .store import DEFAULT_STORE
-
-    return os.environ.get("CACHESCHED_STORE", DEFAULT_STORE)
-
-
 def cmd_results_ls(args: argparse.Namespace) -> int:
     from .results import load
-    from .store import Store
+    from .store import Store, default_store
 
-    store = args.store or _default_store()
+    store = args.store or default_store()
     if args.sweep is None:
         db = Store(store, create=False)
         rows = db.sweeps()
@@ -309,7 +304,7 @@ def cmd_results_ls(args: argparse.Namespace) -> int:
 def cmd_results_show(args: argparse.Namespace) -> int:
     from .store import Store
 
-    db = Store(args.store or _default_store(), create=False)
+    db = Store(args.store, create=False)
     row = db.find(args.key)
     db.close()
     print(f"key      {row['key']}")
@@ -328,7 +323,7 @@ def cmd_results_show(args: argparse.Namespace) -> int:
 def cmd_results_export(args: argparse.Namespace) -> int:
     from .results import load
 
-    df = load(args.store or _default_store(), args.sweep)
+    df = load(args.store, args.sweep)
     out = Path(args.output)
     if out.suffix == ".parquet":
         df.to_parquet(out, index=False)

@@ -298,16 +298,17 @@ class Results:
 
 
 def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFrame:
-    """A sweep's results from a results store (``cachesched sweep --store DIR``)
+    """A sweep's results from a results store (``cachesched sweep --store DIR``;
+    default ``$CACHESCHED_STORE``, else ``./cachesched-results``)
     as one row per point: ``sweep``, ``position``, ``variant``, one column per
     axis (named by its key path), ``status``, ``key``, ``error``, ``detail``
     (the folder of the run's ``results.json`` and Parquet tables, absolute),
     then the summary metrics. All sweeps of the store if ``sweep`` is None.
     ``df.attrs["axes"]`` lists the axis columns."""
-    from .store import DEFAULT_STORE, Store
+    from .store import Store
     from .sweep import to_jsonable
 
-    db = Store(store if store is not None else DEFAULT_STORE, create=False)
+    db = Store(store, create=False)
     try:
         points = db.points(sweep)
     finally:

@@ -24,6 +24,11 @@ from typing import Any, Iterator
 from .errors import CacheschedError
 
 DEFAULT_STORE = "cachesched-results"
+
+
+def default_store() -> str:
+    """``$CACHESCHED_STORE``, else ``./cachesched-results``."""
+    return os.environ.get("CACHESCHED_STORE", DEFAULT_STORE)
 STATUSES = ("pending", "running", "done", "failed")
 
 SCHEMA = """
@@ -72,8 +77,8 @@ class StoreBusy(CacheschedError):
 class Store:
     """One results directory: ``ledger.sqlite`` (WAL) and ``runs/<key>/`` detail folders."""
 
-    def __init__(self, directory: str | Path = DEFAULT_STORE, *, create: bool = True):
-        self.dir = Path(directory)
+    def __init__(self, directory: str | Path | None = None, *, create: bool = True):
+        self.dir = Path(directory if directory is not None else default_store())
         path = self.dir / "ledger.sqlite"
         if not create and not path.exists():
             raise CacheschedError(f"{self.dir}: no results store here (no ledger.sqlite)")

@@ -37,7 +37,7 @@ from .config import load as load_config
 from .config import merge, resolve
 from .errors import CacheschedError, ConfigError
 from .executors import Job, Outcome, make_executor
-from .store import DEFAULT_STORE, Store, run_key
+from .store import Store, run_key
 
 SPEC_KEYS = ("name", "base", "mode", "axes", "variants")
 MODES = ("product", "zip")
@@ -327,7 +327,7 @@ def _bar(total: int, quiet: bool) -> Any:
 def run(
     spec: Mapping[str, Any] | str | Path | Sweep,
     *,
-    store: str | Path | Store = DEFAULT_STORE,
+    store: str | Path | Store | None = None,
     workers: int | None = None,
     dask: Any = None,
     retry_failed: bool = False,
@@ -335,6 +335,7 @@ def run(
 ) -> Outcomes:
     """Run a sweep into a store, skipping the runs the store already has.
 
+    ``store`` defaults to ``$CACHESCHED_STORE``, else ``./cachesched-results``.
     ``workers`` local processes (default: one per core), or the Dask cluster
     ``dask`` (a scheduler address or a ``distributed.Client``). Failed runs
     are recorded with their error and not tried again unless

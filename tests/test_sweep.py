@@ -90,6 +90,13 @@ def test_key_paths_index_lists_and_merge_like_set(tmp_path):
     assert s.base_dir == tmp_path.resolve() and len(s.points()) == 2
 
 
+def test_sweep_files_and_text_that_do_not_parse(tmp_path):
+    with pytest.raises(cachesched.ConfigError, match="<sweep text>: not valid TOML"):
+        sw.load_sweep("axes = [")
+    with pytest.raises(cachesched.ConfigError, match="cannot read the sweep"):
+        sw.load_sweep(tmp_path / "missing.toml")
+
+
 @pytest.mark.parametrize("change, loc, words", [
     ({"axis": [1]}, "axis", "unknown field"),
     ({"mode": "grid"}, "mode", "product, zip"),

@@ -13,8 +13,7 @@ A sweep is written in TOML (or as a dict)::
 
 Each point's configuration is the base, then its variant's keys, then its axis
 values, each merged at its key path as ``--set`` merges (``tasks[0].workload``
-indexes a list). The
-runs go through an :class:`~cachesched.executors.Executor` and into a
+indexes a list). The runs go through an :class:`~cachesched.executors.Executor` and into a
 :class:`~cachesched.store.Store`; see docs/sweeps.md.
 """
 
@@ -190,13 +189,11 @@ def load_sweep(spec: Mapping[str, Any] | str | Path | Sweep) -> Sweep:
     if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and "=" not in spec):
         where = Path(spec)
         try:
-            doc = tomllib.loads(where.read_text())
+            doc = _parse(where.read_text(), str(where))
         except OSError as e:
             raise _error(str(where), "unreadable", f"cannot read the sweep: {e.strerror}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise _error(str(where), "invalid_toml", f"not valid TOML: {e}") from None
     elif isinstance(spec, str):
-        doc = tomllib.loads(spec)
+        doc = _parse(spec, "<sweep text>")
     else:
         doc = copy.deepcopy(dict(spec))
     unknown = [k for k in doc if k not in SPEC_KEYS]
@@ -226,6 +223,13 @@ def load_sweep(spec: Mapping[str, Any] | str | Path | Sweep) -> Sweep:
     sweep = Sweep(name, base, axes, mode, variants, base_dir, doc)
     sweep.points()  # key paths that do not fit the base fail now, before anything runs
     return sweep
+
+
+def _parse(text: str, where: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise _error(where, "invalid_toml", f"not valid TOML: {e}") from None
 
 
 def _table(doc: Mapping, key: str) -> Mapping:

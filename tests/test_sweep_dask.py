@@ -92,3 +92,31 @@ def test_cli_runs_on_dask(cluster, run_cli, tmp_path):
     proc = run_cli("sweep", str(spec_path), "--dask", cluster, "--store", str(tmp_path / "store"), "-q")
     assert proc.returncode == 0, proc.stderr
     assert "2 points: 2 run, 0 failed" in proc.stdout
+
+
+def test_a_dask_worker_killed_mid_sweep_loses_no_run(cluster, tmp_path):
+    # Dask reschedules what the dead worker held; its nanny starts a new one.
+    import os
+    import signal
+    import threading
+    import time
+
+    from test_sweep import _done
+
+    doc = spec(accesses=150_000)
+    result: dict = {}
+    sweeping = threading.Thread(target=lambda: result.update(
+        out=cachesched.run_sweep(doc, store=tmp_path, dask=cluster, progress=False)))
+    with distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        sweeping.start()
+        deadline = time.monotonic() + 120
+        while _done(tmp_path) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+        assert _done(tmp_path) < 8, "the worker should have been killed midway"
+        sweeping.join(300)
+        assert (result["out"].done, result["out"].failed) == (8, 0)
+        client.wait_for_workers(2, timeout=120)  # the nanny's new worker, for the tests after this one
+    df = load(tmp_path)
+    assert (df.status == "done").all() and df.key.is_unique and len(df) == 8

@@ -263,6 +263,11 @@ seed = [1, 2]
     assert detail_json(load(store)) == detail_json(load(clean))
 
 
+def test_zero_workers_is_a_config_error(tmp_path):
+    with pytest.raises(cachesched.ConfigError, match="workers: expected at least 1, got 0"):
+        cachesched.run_sweep(spec(), store=tmp_path, workers=0, progress=False)
+
+
 def test_a_store_has_one_driver_at_a_time(tmp_path):
     db = Store(tmp_path)
     with db.driving():

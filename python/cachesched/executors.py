@@ -19,6 +19,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator
 
+from .errors import ConfigError
+
 Job = dict[str, Any]
 Outcome = dict[str, Any]
 Task = Callable[[Job], Outcome]
@@ -80,9 +82,9 @@ class LocalExecutor(Executor):
     """
 
     def __init__(self, workers: int | None = None):
-        self.slots = workers or os.cpu_count() or 1
+        self.slots = (os.cpu_count() or 1) if workers is None else workers
         if self.slots < 1:
-            raise ValueError(f"workers: expected at least 1, got {self.slots}")
+            raise ConfigError.single("workers", "out_of_range", f"workers: expected at least 1, got {workers}")
         # forkserver: workers fork from a clean process that has imported
         # cachesched once, so they start fast and never inherit the driver's
         # threads (progress bar, Dask) or open database.

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS sweeps (
 
 def canonical(doc: Any) -> str:
     """JSON with sorted keys and no spaces: equal documents give equal text."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def run_key(config: dict, version: str) -> str:

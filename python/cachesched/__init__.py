@@ -11,6 +11,7 @@ from .config import presets, resolve
 from .errors import CacheschedError, ConfigError, InternalError, RecordError, SimulationError, TraceError
 from .results import Results
 from .simulate import simulate
+from .sweep import run as run_sweep
 
 __version__ = _core.__version__
 
@@ -24,6 +25,7 @@ __all__ = [
     "TraceError",
     "presets",
     "resolve",
+    "run_sweep",
     "simulate",
     "__version__",
 ]

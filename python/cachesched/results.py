@@ -225,15 +225,25 @@ class Results:
             Path(path).write_text(text + "\n")
         return text
 
-    def save(self, directory: str | Path) -> Path:
-        """Write ``results.json`` and one Parquet file per table into ``directory``."""
+    def files(self) -> dict[str, bytes]:
+        """What :meth:`save` writes, as file names and bytes (a sweep's workers
+        send these to the driver, which needs no disk shared with them)."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
+        out = {"results.json": (self.to_json() + "\n").encode()}
+        for name, table in self.to_arrow().items():
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink)
+            out[f"{name}.parquet"] = sink.getvalue().to_pybytes()
+        return out
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``results.json`` and one Parquet file per table into ``directory``."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        self.to_json(out / "results.json")
-        for name, table in self.to_arrow().items():
-            pq.write_table(table, out / f"{name}.parquet")
+        for name, data in self.files().items():
+            (out / name).write_bytes(data)
         return out
 
     def format(self) -> str:
@@ -285,3 +295,34 @@ class Results:
     def __repr__(self) -> str:
         s = self.summary
         return f"<Results accesses={s['accesses']} cpi={s['cpi']:.4f}>"
+
+
+def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFrame:
+    """A sweep's results from a results store (``cachesched sweep --store DIR``;
+    default ``$CACHESCHED_STORE``, else ``./cachesched-results``)
+    as one row per point: ``sweep``, ``position``, ``variant``, one column per
+    axis (named by its key path), ``status``, ``key``, ``error``, ``detail``
+    (the folder of the run's ``results.json`` and Parquet tables, absolute),
+    then the summary metrics. All sweeps of the store if ``sweep`` is None.
+    ``df.attrs["axes"]`` lists the axis columns."""
+    from .store import Store
+    from .sweep import to_jsonable
+
+    db = Store(store, create=False)
+    try:
+        points = db.points(sweep)
+    finally:
+        db.close()
+    rows, axes = [], {}
+    for p in points:
+        row = {"sweep": p["sweep"], "position": p["position"], "variant": p["variant"]}
+        values = json.loads(p["axes"])
+        axes.update(dict.fromkeys(values))
+        row.update({k: to_jsonable(v) for k, v in values.items()})
+        row.update(status=p["status"], key=p["key"], error=p["error"],
+                   detail=str((db.dir / p["detail"]).resolve()) if p["detail"] else None)
+        row.update(json.loads(p["metrics"]) if p["metrics"] else {})
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs["axes"] = list(axes)
+    return df

@@ -1,0 +1,324 @@
+"""The report's figures, drawn with matplotlib's Agg canvas and written as
+PNG and SVG.
+
+Each figure is one function of :class:`~cachesched.report.runs.Runs` that
+returns a matplotlib ``Figure``, or ``None`` when its tables are empty (a
+run without ``stats.interval`` has no time series), so a report shows what
+its runs recorded and nothing else. Figures are built on
+``matplotlib.figure.Figure`` with an Agg canvas, never through pyplot: no
+window, no global state, safe in a sweep's worker processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from ..results import LEVELS
+from .runs import Run, Runs
+
+#: Formats written for every figure; the HTML page embeds the PNG.
+FORMATS = ("png", "svg")
+#: Up to this many tasks (or workloads) get a bar each; more are grouped by workload.
+MAX_GROUPS = 24
+#: Up to this many tasks get their own line in a time series.
+MAX_LINES = 12
+#: Up to this many runs get a time-series panel each.
+MAX_PANELS = 4
+#: Intervals before and after an event in the event-aligned figure.
+AROUND = (-3, 4)
+STYLE = {"svg.hashsalt": "cachesched", "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+         "axes.spines.right": False, "figure.dpi": 100, "font.size": 9}
+
+
+@dataclass
+class Drawn:
+    """A figure written to disk: its file stem, title, a caption that says
+    which table it comes from, and the files (one per format)."""
+
+    name: str
+    title: str
+    caption: str
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def _figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 3.6) -> tuple[Figure, np.ndarray]:
+    """A figure on an Agg canvas with a grid of axes (always a 2-D array)."""
+    fig = Figure(figsize=(width * ncols if ncols < 3 else width * 2.2, height * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def _levels(runs: Runs) -> list[str]:
+    """The cache levels present in any run, in hierarchy order."""
+    present = {k.removesuffix("_miss_ratio") for r in runs.runs for k in r.metrics if k.endswith("_miss_ratio")}
+    return [lv for lv in LEVELS if lv in present]
+
+
+def _focus_level(levels: list[str]) -> str | None:
+    """The level whose misses a time series shows: the last private one
+    (L2 if present), where switches and migrations cost most."""
+    for lv in ("l2", "l1d", "llc", "l1i"):
+        if lv in levels:
+            return lv
+    return None
+
+
+def _grouped_bars(ax: Axes, df: pd.DataFrame, group: str, value: str, ylabel: str) -> None:
+    """Bars of ``value`` per ``group`` (x axis), one colour per run."""
+    pivot = df.pivot_table(index=group, columns="run", values=value, sort=False)
+    n_runs = max(len(pivot.columns), 1)
+    width = 0.8 / n_runs
+    x = np.arange(len(pivot.index))
+    for i, run in enumerate(pivot.columns):
+        ax.bar(x + (i - (n_runs - 1) / 2) * width, pivot[run].to_numpy(), width, label=str(run))
+    ax.set_xticks(x, [str(g) for g in pivot.index], rotation=45 if len(x) > 6 else 0, ha="right" if len(x) > 6 else "center")
+    ax.set_ylabel(ylabel)
+    if n_runs > 1:
+        ax.legend(fontsize="small")
+
+
+def _group_column(tasks: pd.DataFrame) -> str:
+    """Bars per task for a single small run, else per workload."""
+    one_run = tasks["run"].nunique() == 1
+    return "name" if one_run and tasks["name"].nunique() <= MAX_GROUPS else "workload"
+
+
+def fig_runs(runs: Runs) -> Figure | None:
+    """CPI and miss ratio per level, one bar per run (several runs only)."""
+    if len(runs.runs) < 2:
+        return None
+    table = runs.table()
+    levels = _levels(runs)
+    fig, axes = _figure(ncols=2)
+    x = np.arange(len(table))
+    labels = [str(v) for v in table["run"]]
+    rotate = {"rotation": 30, "ha": "right"} if len(x) > 3 else {}
+    if "cpi" in table:
+        axes[0, 0].bar(x, table["cpi"].to_numpy(), color="C0")
+    axes[0, 0].set_xticks(x, labels, **rotate)
+    axes[0, 0].set_ylabel("CPI")
+    width = 0.8 / max(len(levels), 1)
+    for i, lv in enumerate(levels):
+        axes[0, 1].bar(x + (i - (len(levels) - 1) / 2) * width, table[f"{lv}_miss_ratio"].to_numpy(), width, label=lv)
+    axes[0, 1].set_xticks(x, labels, **rotate)
+    axes[0, 1].set_ylabel("miss ratio")
+    if levels:
+        axes[0, 1].legend(fontsize="small")
+    return fig
+
+
+def fig_miss_ratio(runs: Runs) -> Figure | None:
+    """Demand miss ratio per level, per task or workload, one colour per run."""
+    levels = runs.stacked("levels")
+    tasks = runs.stacked("tasks")
+    if not len(levels) or not len(tasks):
+        return None
+    group = _group_column(tasks)
+    df = levels.merge(tasks[["run", "task", "name", "workload"]], on=["run", "task"])
+    names = [lv for lv in LEVELS if lv in set(df.level)]
+    fig, axes = _figure(ncols=len(names), width=4.2 if len(names) > 1 else 6.4)
+    for ax, lv in zip(axes[0], names):
+        part = df[df.level == lv].groupby(["run", group], sort=False)[["misses", "accesses"]].sum().reset_index()
+        part["miss_ratio"] = part.misses / part.accesses
+        _grouped_bars(ax, part, group, "miss_ratio", f"{lv} miss ratio")
+        ax.set_title(lv)
+    return fig
+
+
+def fig_cpi(runs: Runs) -> Figure | None:
+    """CPI per task or workload (its cycles over its instructions), one colour per run."""
+    tasks = runs.stacked("tasks")
+    if not len(tasks):
+        return None
+    group = _group_column(tasks)
+    part = tasks.groupby(["run", group], sort=False)[["cycles", "instructions"]].sum().reset_index()
+    part["cpi"] = part.cycles / part.instructions
+    fig, axes = _figure()
+    _grouped_bars(axes[0, 0], part, group, "cpi", "CPI")
+    return fig
+
+
+def _ms(run: Run) -> float:
+    """Cycles per millisecond of the run's machine."""
+    return float(run.results.config["machine"].get("frequency_ghz", 1.0)) * 1e6
+
+
+def _timeline_panel(ax: Axes, run: Run, column: str, label: str) -> None:
+    """One run's per-interval ``column`` against time, a line per task (the
+    median when there are too many), and a tick per migration at the top."""
+    iv = run.results.intervals
+    ms = _ms(run)
+    tasks = sorted(iv.task.unique())
+    for task in tasks[:MAX_LINES]:
+        part = iv[iv.task == task]
+        ax.plot(part.end / ms, part[column], lw=0.9, marker=".", ms=3, label=f"task {task}")
+    if len(tasks) > MAX_LINES:
+        by_index = iv.groupby("index").agg(end=("end", "median"), value=(column, "median"))
+        ax.plot(by_index.end / ms, by_index.value, color="black", lw=1.6, label="median of all tasks")
+    ev = run.results.events
+    migrations = ev[ev.event == "migrate"].time.astype(float) / ms
+    if len(migrations):
+        ax.plot(migrations, np.ones(len(migrations)), "|", color="crimson", ms=8,
+                transform=ax.get_xaxis_transform(), label="migration", clip_on=False)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel(label)
+
+
+def fig_timeline(runs: Runs) -> Figure | None:
+    """Per-interval CPI and MPKI against time, migrations marked (``intervals``, ``events``)."""
+    with_iv = [r for r in runs.detailed() if len(r.results.intervals)][:MAX_PANELS]
+    if not with_iv:
+        return None
+    level = _focus_level(_levels(runs))
+    cols = [("cpi", "CPI")] + ([(f"{level}_mpki", f"{level} MPKI")] if level else [])
+    fig, axes = _figure(ncols=len(cols), nrows=len(with_iv), width=5.0, height=3.0)
+    for row, run in zip(axes, with_iv):
+        for ax, (column, label) in zip(row, cols):
+            _timeline_panel(ax, run, column, label)
+            ax.set_title(run.label if len(runs.runs) > 1 else label, fontsize="medium")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    return fig
+
+
+def around(intervals: pd.DataFrame, events: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Event-aligned means: for each event of a task (a resumption after a
+    switch or a migration), the task's intervals from ``AROUND[0]`` before
+    the one the event falls in to ``AROUND[1] - 1`` after, and the mean of
+    ``column`` at each offset. Columns: event, offset, mean, count."""
+    rows = []
+    for task, iv in intervals.groupby("task"):
+        iv = iv.sort_values("index").reset_index(drop=True)
+        starts, ends = iv.start.to_numpy(), iv.end.to_numpy()
+        ev = events[events.task == task]
+        first_in = ev[ev.event == "switch_in"].time.min()
+        for kind, times in (("switch", ev[(ev.event == "switch_in") & (ev.time > first_in)].time),
+                            ("migration", ev[ev.event == "migrate"].time)):
+            for t in times.astype(float):
+                pos = int(np.searchsorted(ends, t, side="right"))
+                if pos >= len(iv) or starts[pos] > t:
+                    continue
+                for off in range(*AROUND):
+                    if 0 <= pos + off < len(iv):
+                        rows.append({"event": kind, "offset": off, "value": iv.at[pos + off, column]})
+    if not rows:
+        return pd.DataFrame(columns=["event", "offset", "mean", "count"])
+    df = pd.DataFrame(rows)
+    return df.groupby(["event", "offset"])["value"].agg(mean="mean", count="count").reset_index()
+
+
+def fig_around_events(runs: Runs) -> Figure | None:
+    """Mean CPI and MPKI in the intervals before and after a switch or a
+    migration, interval 0 holding the event (``intervals``, ``events``)."""
+    level = _focus_level(_levels(runs))
+    cols = [("cpi", "CPI")] + ([(f"{level}_mpki", f"{level} MPKI")] if level else [])
+    curves = []
+    for run in runs.detailed():
+        iv, ev = run.results.intervals, run.results.events
+        if len(iv) and len(ev):
+            curves += [(run.label, column, around(iv, ev, column)) for column, _ in cols]
+    if not any(len(c) for _, _, c in curves):
+        return None
+    fig, axes = _figure(ncols=len(cols), width=4.6)
+    for ax, (column, label) in zip(axes[0], cols):
+        for run_label, col, curve in curves:
+            if col != column:
+                continue
+            for kind, part in curve.groupby("event"):
+                name = kind if len(runs.runs) == 1 else f"{run_label}: {kind}"
+                ax.plot(part.offset, part["mean"], marker="o", ms=3, label=f"{name} ({part['count'].max()})")
+        ax.axvline(0, color="gray", lw=0.8, ls="--")
+        ax.set_xlabel("interval relative to the event")
+        ax.set_ylabel(f"mean {label}")
+        ax.legend(fontsize="small")
+    return fig
+
+
+def fig_windows(runs: Runs) -> Figure | None:
+    """CPI of the post-migration windows by locality and timing, against the
+    run's CPI (``windows``)."""
+    parts = [r.results.windows.assign(run=r.label) for r in runs.detailed() if len(r.results.windows)]
+    if not parts:
+        return None
+    w = pd.concat(parts, ignore_index=True)
+    w = w[w.instructions > 0]
+    w["kind"] = w.locality + " " + w.timing
+    groups = [(run, kind) for run in dict.fromkeys(w.run) for kind in sorted(set(w[w.run == run].kind))]
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    data = [w[(w.run == run) & (w.kind == kind)].cpi.to_numpy() for run, kind in groups]
+    ax.boxplot(data, tick_labels=[kind if len(runs.runs) == 1 else f"{run}\n{kind}" for run, kind in groups])
+    for i, run in enumerate(dict.fromkeys(w.run)):
+        cpi = next(r.metrics.get("cpi") for r in runs.runs if r.label == run)
+        ax.axhline(cpi, color=f"C{i}", ls="--", lw=0.9, label=f"{run}: whole run" if len(runs.runs) > 1 else "whole run")
+    ax.set_ylabel("CPI in the window after a migration")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def fig_distributions(runs: Runs) -> Figure | None:
+    """Distributions over tasks of CPI and MPKI per level, one box per run (``tasks``)."""
+    tasks = runs.stacked("tasks")
+    if not len(tasks):
+        return None
+    cols = [("cpi", "CPI")] + [(f"{lv}_mpki", f"{lv} MPKI") for lv in LEVELS if f"{lv}_mpki" in tasks]
+    fig, axes = _figure(ncols=len(cols), width=3.2)
+    order = list(dict.fromkeys(tasks.run))
+    rng = np.random.default_rng(0)
+    for ax, (column, label) in zip(axes[0], cols):
+        data = [tasks[tasks.run == run][column].dropna().to_numpy() for run in order]
+        ax.boxplot(data, tick_labels=order if len(order) > 1 else [""], showfliers=False)
+        for i, values in enumerate(data):
+            ax.plot(i + 1 + rng.uniform(-0.15, 0.15, len(values)), values, ".", color="C1", alpha=0.7, ms=4)
+        ax.set_title(label, fontsize="medium")
+        if len(order) > 3:
+            ax.tick_params(axis="x", labelrotation=45)
+    return fig
+
+
+#: Every figure: file stem, title, caption (the tables it reads), function.
+FIGURES: list[tuple[str, str, str, Callable[[Runs], Figure | None]]] = [
+    ("runs", "Runs compared", "CPI and demand miss ratio per cache level of each run (summary, levels).", fig_runs),
+    ("miss_ratio", "Miss ratio per level", "Demand misses over demand accesses, per task (one run) or per "
+     "workload, one colour per run (levels, tasks).", fig_miss_ratio),
+    ("cpi", "CPI per task", "Cycles over instructions, scheduling overhead included, per task or workload "
+     "(tasks).", fig_cpi),
+    ("timeline", "Time series", "CPI and MPKI of every stats.interval of each task's instructions, against "
+     "the clock at the interval's end; red ticks are migrations (intervals, events).", fig_timeline),
+    ("around_events", "Around switches and migrations", "Mean over events of the task's intervals before and "
+     "after a switch (resumption after a context switch) or a migration; interval 0 holds the event, the "
+     "legend counts events (intervals, events).", fig_around_events),
+    ("windows", "After migrations", "CPI of each post-migration window (stats.window instructions on the new "
+     "core) by locality and timing; dashed: the whole run's CPI (windows).", fig_windows),
+    ("distributions", "Distributions over tasks", "Per-task CPI and MPKI per level; boxes show quartiles, "
+     "points are tasks (tasks).", fig_distributions),
+]
+
+
+def write(runs: Runs, out: Path, formats: tuple[str, ...] = FORMATS) -> list[Drawn]:
+    """Draw every figure that has data and write it in each format to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    drawn = []
+    with rc_context(STYLE):
+        for name, title, caption, draw in FIGURES:
+            fig = draw(runs)
+            if fig is None:
+                continue
+            files = {}
+            for fmt in formats:
+                path = out / f"{name}.{fmt}"
+                fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+                files[fmt] = path
+            drawn.append(Drawn(name=name, title=title, caption=caption, files=files))
+    return drawn

@@ -28,7 +28,7 @@ TASKS = [
     {"name": "stream", "workload": {"kind": "stream", "params": {"accesses": 16_000, "working_set_bytes": "16KiB"}}},
 ]
 BASE = {"seed": 1, "machine": {"preset": "teaching"}, "tasks": TASKS,
-        "stats": {"interval": "4K instr", "window": "4K instr"}, "run": {"switch_cycles": 500}}
+        "stats": {"interval": "1K instr", "window": "4K instr"}, "run": {"switch_cycles": 500}}
 ROUND_ROBIN = {**BASE, "scheduler": {"kind": "round-robin", "params": {"quantum": "20us"}}}
 FORCED = {**BASE, "scheduler": {"kind": "forced", "params": {"every": "10K instr", "destination": "local",
                                                             "quantum": "20us"}}}

@@ -196,10 +196,16 @@ def around(intervals: pd.DataFrame, events: pd.DataFrame, column: str) -> pd.Dat
     """Event-aligned means: for each event of a task (a resumption after a
     switch or a migration), the task's intervals from ``AROUND[0]`` before
     the one the event falls in to ``AROUND[1] - 1`` after, and the mean of
-    ``column`` at each offset. Columns: event, offset, mean, count."""
+    ``column`` at each offset, each value divided by the task's mean over
+    all its intervals first (so that tasks of different CPI entering and
+    leaving the average at the edges do not make a bump of their own).
+    Columns: event, offset, mean, count."""
     rows = []
     for task, iv in intervals.groupby("task"):
         iv = iv.sort_values("index").reset_index(drop=True)
+        scale = iv[column].mean()
+        if not scale > 0:
+            continue
         starts, ends = iv.start.to_numpy(), iv.end.to_numpy()
         ev = events[events.task == task]
         first_in = ev[ev.event == "switch_in"].time.min()
@@ -211,7 +217,7 @@ def around(intervals: pd.DataFrame, events: pd.DataFrame, column: str) -> pd.Dat
                     continue
                 for off in range(*AROUND):
                     if 0 <= pos + off < len(iv):
-                        rows.append({"event": kind, "offset": off, "value": iv.at[pos + off, column]})
+                        rows.append({"event": kind, "offset": off, "value": iv.at[pos + off, column] / scale})
     if not rows:
         return pd.DataFrame(columns=["event", "offset", "mean", "count"])
     df = pd.DataFrame(rows)
@@ -239,16 +245,28 @@ def fig_around_events(runs: Runs) -> Figure | None:
                 name = kind if len(runs.runs) == 1 else f"{run_label}: {kind}"
                 ax.plot(part.offset, part["mean"], marker="o", ms=3, label=f"{name} ({part['count'].max()})")
         ax.axvline(0, color="gray", lw=0.8, ls="--")
+        ax.axhline(1, color="gray", lw=0.8)
         ax.set_xlabel("interval relative to the event")
-        ax.set_ylabel(f"mean {label}")
+        ax.set_ylabel(f"{label} / task's mean")
         ax.legend(fontsize="small")
     return fig
 
 
+def _strip(ax: Axes, data: list[np.ndarray], rng: np.random.Generator) -> None:
+    """The values behind each box, as jittered points."""
+    for i, values in enumerate(data):
+        ax.plot(i + 1 + rng.uniform(-0.15, 0.15, len(values)), values, ".", color="0.35", alpha=0.6, ms=4)
+
+
 def fig_windows(runs: Runs) -> Figure | None:
-    """CPI of the post-migration windows by locality and timing, against the
-    run's CPI (``windows``)."""
-    parts = [r.results.windows.assign(run=r.label) for r in runs.detailed() if len(r.results.windows)]
+    """CPI of each post-migration window over its task's CPI, by locality
+    and timing (``windows``, ``tasks``)."""
+    parts = []
+    for r in runs.detailed():
+        w = r.results.windows
+        if len(w):
+            task_cpi = r.results.tasks.set_index("task").cpi
+            parts.append(w.assign(run=r.label, ratio=w.cpi / w.task.map(task_cpi)))
     if not parts:
         return None
     w = pd.concat(parts, ignore_index=True)
@@ -257,13 +275,12 @@ def fig_windows(runs: Runs) -> Figure | None:
     groups = [(run, kind) for run in dict.fromkeys(w.run) for kind in sorted(set(w[w.run == run].kind))]
     fig, axes = _figure()
     ax = axes[0, 0]
-    data = [w[(w.run == run) & (w.kind == kind)].cpi.to_numpy() for run, kind in groups]
-    ax.boxplot(data, tick_labels=[kind if len(runs.runs) == 1 else f"{run}\n{kind}" for run, kind in groups])
-    for i, run in enumerate(dict.fromkeys(w.run)):
-        cpi = next(r.metrics.get("cpi") for r in runs.runs if r.label == run)
-        ax.axhline(cpi, color=f"C{i}", ls="--", lw=0.9, label=f"{run}: whole run" if len(runs.runs) > 1 else "whole run")
-    ax.set_ylabel("CPI in the window after a migration")
-    ax.legend(fontsize="small")
+    data = [w[(w.run == run) & (w.kind == kind)].ratio.dropna().to_numpy() for run, kind in groups]
+    ax.boxplot(data, tick_labels=[kind if len(runs.runs) == 1 else f"{run}\n{kind}" for run, kind in groups],
+               showfliers=False)
+    _strip(ax, data, np.random.default_rng(0))
+    ax.axhline(1, color="gray", lw=0.8, ls="--")
+    ax.set_ylabel("window CPI / the task's CPI")
     return fig
 
 
@@ -279,8 +296,7 @@ def fig_distributions(runs: Runs) -> Figure | None:
     for ax, (column, label) in zip(axes[0], cols):
         data = [tasks[tasks.run == run][column].dropna().to_numpy() for run in order]
         ax.boxplot(data, tick_labels=order if len(order) > 1 else [""], showfliers=False)
-        for i, values in enumerate(data):
-            ax.plot(i + 1 + rng.uniform(-0.15, 0.15, len(values)), values, ".", color="C1", alpha=0.7, ms=4)
+        _strip(ax, data, rng)
         ax.set_title(label, fontsize="medium")
         if len(order) > 3:
             ax.tick_params(axis="x", labelrotation=45)
@@ -297,10 +313,11 @@ FIGURES: list[tuple[str, str, str, Callable[[Runs], Figure | None]]] = [
     ("timeline", "Time series", "CPI and MPKI of every stats.interval of each task's instructions, against "
      "the clock at the interval's end; red ticks are migrations (intervals, events).", fig_timeline),
     ("around_events", "Around switches and migrations", "Mean over events of the task's intervals before and "
-     "after a switch (resumption after a context switch) or a migration; interval 0 holds the event, the "
-     "legend counts events (intervals, events).", fig_around_events),
+     "after a switch (resumption after a context switch) or a migration, each divided by the task's mean; "
+     "interval 0 holds the event, the legend counts events (intervals, events).", fig_around_events),
     ("windows", "After migrations", "CPI of each post-migration window (stats.window instructions on the new "
-     "core) by locality and timing; dashed: the whole run's CPI (windows).", fig_windows),
+     "core) over its task's CPI for the whole run, by locality and timing; points are windows (windows, "
+     "tasks).", fig_windows),
     ("distributions", "Distributions over tasks", "Per-task CPI and MPKI per level; boxes show quartiles, "
      "points are tasks (tasks).", fig_distributions),
 ]

@@ -33,7 +33,9 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; 
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: .2em; }
 figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9em; color: #555; }
-table { border-collapse: collapse; font-size: .85em; margin: 1em 0; }
+.scroll { overflow-x: auto; max-height: 40em; overflow-y: auto; margin: 1em 0; }
+table { border-collapse: collapse; font-size: .85em; }
+caption { caption-side: bottom; text-align: left; padding-top: .4em; }
 th, td { padding: .25em .6em; border-bottom: 1px solid #eee; text-align: right; }
 th { background: #f4f4f4; cursor: pointer; user-select: none; position: sticky; top: 0; }
 th[data-dir="asc"]::after { content: " \\25B2"; } th[data-dir="desc"]::after { content: " \\25BC"; }
@@ -86,7 +88,8 @@ def table(df: pd.DataFrame, caption: str = "") -> str:
     for row in df.astype(object).where(df.notna(), None).itertuples(index=False):
         body.append("<tr>" + "".join(_cell(v.item() if hasattr(v, "item") else v) for v in row) + "</tr>")
     cap = f"<caption class=meta>{html.escape(caption)}</caption>" if caption else ""
-    return f'<table class="sortable">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (f'<div class="scroll"><table class="sortable">{cap}<thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def _figure(d: Drawn) -> str:

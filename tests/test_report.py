@@ -157,6 +157,28 @@ def test_a_table_of_runs_with_paths_and_variant_columns(saved_runs, tmp_path):
     assert list(runs.table().columns[:2]) == ["run", "policy"]
 
 
+def test_the_sweep_stores_table_shape(saved_runs, tmp_path):
+    """The columns `cachesched.results.load` gives for a sweep store: axes
+    and a named variant, bookkeeping, the detail folder, the summary."""
+    done = [report.read_run(saved_runs / name).summary for name in ("round-robin", "forced")]
+    table = pd.DataFrame([
+        {"sweep": "s", "position": 0, "variant": "rr", "machine.l2.size_bytes": "32KiB", "seed": 1,
+         "status": "done", "key": "ab", "error": None, "detail": str(saved_runs / "round-robin"), **done[0]},
+        {"sweep": "s", "position": 1, "variant": "forced", "machine.l2.size_bytes": "32KiB", "seed": 1,
+         "status": "done", "key": "cd", "error": None, "detail": str(saved_runs / "forced"), **done[1]},
+        {"sweep": "s", "position": 2, "variant": "forced", "machine.l2.size_bytes": "64KiB", "seed": 1,
+         "status": "failed", "key": "ef", "error": "SimulationError: ...", "detail": None},
+    ])
+    runs = report.load(table)
+    assert runs.variants == ["variant", "machine.l2.size_bytes", "seed"]
+    assert [r.label for r in runs.runs] == ["rr / 32KiB / 1", "forced / 32KiB / 1", "forced / 64KiB / 1"]
+    assert [r.results is not None for r in runs.runs] == [True, True, False]
+    assert list(runs.table().status) == ["done", "done", "failed"]
+    x, hue = report.figures.comparison(runs)
+    assert hue == "variant" and list(x.x) == ["32KiB / 1", "32KiB / 1", "64KiB / 1"]
+    assert report.figures.fig_runs(runs) is not None
+
+
 def test_a_table_of_metrics_alone_gives_the_comparison(tmp_path):
     table = pd.DataFrame({"l2_size": ["16KiB", "32KiB", "64KiB"], "cpi": [3.1, 2.5, 2.2],
                           "l1d_miss_ratio": [0.3, 0.3, 0.3], "l2_miss_ratio": [0.6, 0.4, 0.2]})

@@ -31,8 +31,11 @@ FORMATS = ("png", "svg")
 MAX_GROUPS = 24
 #: Up to this many tasks get their own line in a time series.
 MAX_LINES = 12
-#: Up to this many runs get a time-series panel each.
+#: Up to this many runs get a time-series panel each (and curves around events).
 MAX_PANELS = 4
+#: Per-task bars are drawn for up to this many runs (a colour each); beyond,
+#: the comparison of runs says it better.
+MAX_COLOURS = 8
 #: Intervals before and after an event in the event-aligned figure.
 AROUND = (-3, 4)
 STYLE = {"svg.hashsalt": "cachesched", "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
@@ -73,9 +76,9 @@ def _focus_level(levels: list[str]) -> str | None:
     return None
 
 
-def _grouped_bars(ax: Axes, df: pd.DataFrame, group: str, value: str, ylabel: str) -> None:
-    """Bars of ``value`` per ``group`` (x axis), one colour per run."""
-    pivot = df.pivot_table(index=group, columns="run", values=value, sort=False)
+def _grouped_bars(ax: Axes, df: pd.DataFrame, group: str, value: str, ylabel: str, hue: str = "run") -> None:
+    """Bars of ``value`` per ``group`` (x axis), one colour per ``hue``."""
+    pivot = df.pivot_table(index=group, columns=hue, values=value, sort=False, dropna=False)
     n_runs = max(len(pivot.columns), 1)
     width = 0.8 / n_runs
     x = np.arange(len(pivot.index))
@@ -87,33 +90,52 @@ def _grouped_bars(ax: Axes, df: pd.DataFrame, group: str, value: str, ylabel: st
         ax.legend(fontsize="small")
 
 
+def _few_runs(tasks: pd.DataFrame) -> bool:
+    """Whether a colour per run stays readable."""
+    return len(tasks) > 0 and tasks["run"].nunique() <= MAX_COLOURS
+
+
 def _group_column(tasks: pd.DataFrame) -> str:
     """Bars per task for a single small run, else per workload."""
     one_run = tasks["run"].nunique() == 1
     return "name" if one_run and tasks["name"].nunique() <= MAX_GROUPS else "workload"
 
 
+def comparison(runs: Runs) -> tuple[pd.DataFrame, str | None]:
+    """The runs table with an ``x`` column for the comparison's axis and
+    the name of the column colouring the bars: with two variant columns or
+    more, the first with 2 to 6 values colours them (a policy) and the
+    others, joined, make the axis (sizes), if that puts several runs at
+    some point of the axis; otherwise each run is a bar."""
+    table = runs.table()
+    text = table[runs.variants].map(lambda v: "" if v is None or v != v else str(v))
+    for hue in runs.variants if len(runs.variants) > 1 else []:
+        if 2 <= text[hue].nunique() <= 6:
+            rest = [v for v in runs.variants if v != hue]
+            x = text[rest].agg(lambda row: " / ".join(v for v in row if v), axis=1)
+            if x.nunique() < len(table):
+                return table.assign(x=x, colour=text[hue]), hue
+            break
+    return table.assign(x=table["run"].astype(str), colour=""), None
+
+
 def fig_runs(runs: Runs) -> Figure | None:
-    """CPI and miss ratio per level, one bar per run (several runs only)."""
+    """CPI and miss ratio per level, a bar per run (several runs only)."""
     if len(runs.runs) < 2:
         return None
-    table = runs.table()
-    levels = _levels(runs)
-    fig, axes = _figure(ncols=2)
-    x = np.arange(len(table))
-    labels = [str(v) for v in table["run"]]
-    rotate = {"rotation": 30, "ha": "right"} if len(x) > 3 else {}
-    if "cpi" in table:
-        axes[0, 0].bar(x, table["cpi"].to_numpy(), color="C0")
-    axes[0, 0].set_xticks(x, labels, **rotate)
-    axes[0, 0].set_ylabel("CPI")
-    width = 0.8 / max(len(levels), 1)
-    for i, lv in enumerate(levels):
-        axes[0, 1].bar(x + (i - (len(levels) - 1) / 2) * width, table[f"{lv}_miss_ratio"].to_numpy(), width, label=lv)
-    axes[0, 1].set_xticks(x, labels, **rotate)
-    axes[0, 1].set_ylabel("miss ratio")
-    if levels:
-        axes[0, 1].legend(fontsize="small")
+    table, hue = comparison(runs)
+    panels = [("cpi", "CPI")] + [(f"{lv}_miss_ratio", f"{lv} miss ratio") for lv in _levels(runs)]
+    panels = [(c, label) for c, label in panels if c in table]
+    if not panels:
+        return None
+    fig, axes = _figure(ncols=len(panels), width=4.2 if len(panels) > 1 else 6.4)
+    for ax, (column, label) in zip(axes[0], panels):
+        _grouped_bars(ax, table, "x", column, label, hue="colour")
+        ax.set_title(label, fontsize="medium")
+        if len(table) > 3:
+            ax.tick_params(axis="x", labelrotation=40)
+        if hue and ax.get_legend():
+            ax.get_legend().set_title(hue.rsplit(".", 1)[-1], prop={"size": "small"})
     return fig
 
 
@@ -121,7 +143,7 @@ def fig_miss_ratio(runs: Runs) -> Figure | None:
     """Demand miss ratio per level, per task or workload, one colour per run."""
     levels = runs.stacked("levels")
     tasks = runs.stacked("tasks")
-    if not len(levels) or not len(tasks):
+    if not len(levels) or not _few_runs(tasks):
         return None
     group = _group_column(tasks)
     df = levels.merge(tasks[["run", "task", "name", "workload"]], on=["run", "task"])
@@ -138,7 +160,7 @@ def fig_miss_ratio(runs: Runs) -> Figure | None:
 def fig_cpi(runs: Runs) -> Figure | None:
     """CPI per task or workload (its cycles over its instructions), one colour per run."""
     tasks = runs.stacked("tasks")
-    if not len(tasks):
+    if not _few_runs(tasks):
         return None
     group = _group_column(tasks)
     part = tasks.groupby(["run", group], sort=False)[["cycles", "instructions"]].sum().reset_index()
@@ -230,7 +252,7 @@ def fig_around_events(runs: Runs) -> Figure | None:
     level = _focus_level(_levels(runs))
     cols = [("cpi", "CPI")] + ([(f"{level}_mpki", f"{level} MPKI")] if level else [])
     curves = []
-    for run in runs.detailed():
+    for run in runs.detailed()[:MAX_PANELS]:
         iv, ev = run.results.intervals, run.results.events
         if len(iv) and len(ev):
             curves += [(run.label, column, around(iv, ev, column)) for column, _ in cols]

@@ -14,12 +14,15 @@ import pandas as pd
 
 from ..results import LEVELS, Results
 
-#: Columns of a runs table that are neither variants nor metrics.
-BOOKKEEPING = {"run", "path", "results_dir", "status", "error", "hash", "key", "id", "config", "version",
-               "started", "finished", "created", "wall_seconds", "accesses_per_second", "worker"}
+#: Columns of a runs table that are neither variants nor metrics (those of
+#: the sweep store's ``cachesched.results.load`` among them).
+BOOKKEEPING = {"run", "path", "results_dir", "detail", "status", "error", "hash", "key", "id", "config",
+               "version", "sweep", "position", "started", "finished", "created", "wall_seconds",
+               "accesses_per_second", "warmup_accesses", "worker"}
 #: Summary metrics of a run (a runs table may carry any of them as columns).
 BASE_METRICS = ("accesses", "instructions", "cycles", "cpi", "tasks", "switches", "migrations")
-PATH_COLUMNS = ("path", "results_dir")
+#: Where a runs table may say a run's saved directory, first found wins.
+PATH_COLUMNS = ("path", "results_dir", "detail")
 #: At most this many configuration keys that differ between runs become variant columns.
 MAX_VARIANTS = 6
 #: Labels are built from the variant values when at most this many differ
@@ -44,6 +47,8 @@ class Run:
     variant: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     results: Results | None = None
+    #: A runs table's ``status`` (e.g. ``done``, ``failed``), shown beside the run.
+    status: str | None = None
 
 
 @dataclass
@@ -56,7 +61,9 @@ class Runs:
 
     def table(self) -> pd.DataFrame:
         """One row per run: ``run`` (its label), the variant columns, the metrics."""
-        rows = [{"run": r.label, **{v: r.variant.get(v) for v in self.variants}, **r.metrics} for r in self.runs]
+        with_status = any(r.status is not None for r in self.runs)
+        rows = [{"run": r.label, **{v: r.variant.get(v) for v in self.variants},
+                 **({"status": r.status} if with_status else {}), **r.metrics} for r in self.runs]
         return pd.DataFrame(rows)
 
     def detailed(self) -> list[Run]:
@@ -135,13 +142,16 @@ def config_variants(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: f.get(k) for k in differ} for f in flat]
 
 
-def _label(variant: dict[str, Any], fallback: str) -> str:
-    """A short label from variant values (``kind=lru, size_bytes=65536``),
-    leaving out the keys a run does not have; ``fallback`` when there are
-    none or too many to read."""
-    shown = {k: v for k, v in variant.items() if v is not None}
-    if not shown or len(variant) > MAX_LABEL_KEYS:
+def _label(variant: dict[str, Any], fallback: str, max_keys: int = MAX_LABEL_KEYS) -> str:
+    """A short label from variant values: ``kind=lru, size_bytes=65536`` up
+    to :data:`MAX_LABEL_KEYS` keys, the values alone (``lru / 16KiB /
+    32KiB``) up to ``max_keys``, leaving out the keys a run does not have;
+    ``fallback`` when there are none or too many to read."""
+    shown = {k: v for k, v in variant.items() if v is not None and not (isinstance(v, float) and v != v)}
+    if not shown or len(variant) > max(max_keys, MAX_LABEL_KEYS):
         return fallback
+    if len(variant) > MAX_LABEL_KEYS:
+        return " / ".join(str(v) for v in shown.values())
     return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in shown.items())
 
 
@@ -174,10 +184,12 @@ def from_table(df: pd.DataFrame, variants: Sequence[str] | None = None) -> Runs:
     """Runs from a table with one row per run (the sweep store's shape).
 
     Columns: the variant columns (``variants``, by default every column that
-    is neither a metric nor bookkeeping such as ``status`` or ``hash``), any
+    is neither a metric nor bookkeeping such as ``status`` or ``key``), any
     metrics (``cpi``, ``l2_miss_ratio``, ...), and optionally ``path`` (or
-    ``results_dir``): the run's saved directory, read for the per-task,
-    per-interval and event figures and to fill in missing metrics.
+    ``results_dir``, or the sweep store's ``detail``): the run's saved
+    directory, read for the per-task, per-interval and event figures and to
+    fill in missing metrics. The sweep store's ``cachesched.results.load``
+    returns this shape.
     """
     known = set(metric_names()) | BOOKKEEPING
     keys = list(variants) if variants is not None else [c for c in df.columns if c not in known]
@@ -188,8 +200,9 @@ def from_table(df: pd.DataFrame, variants: Sequence[str] | None = None) -> Runs:
         results = read_run(row[path_col]) if path_col and isinstance(row[path_col], (str, Path)) else None
         found = {k: float(row[k]) for k in metric_names() if k in row and pd.notna(row[k])}
         measured = metrics(results) if results is not None else {}
-        label = str(row["run"]) if "run" in row else _label(variant, f"run {i}")
-        runs.append(Run(label=label, variant=variant, metrics={**found, **measured}, results=results))
+        label = str(row["run"]) if "run" in row else _label(variant, f"run {i}", MAX_VARIANTS)
+        status = str(row["status"]) if "status" in row and pd.notna(row["status"]) else None
+        runs.append(Run(label=label, variant=variant, metrics={**found, **measured}, results=results, status=status))
     return Runs(runs=_unique_labels(runs), variants=keys)
 
 
@@ -204,12 +217,24 @@ def read_table(path: Path) -> pd.DataFrame:
     return df
 
 
+def _store_table(path: Path) -> pd.DataFrame:
+    """Every run of a sweep results store (``cachesched sweep --store``),
+    through the store's own reader."""
+    from .. import results
+
+    reader = getattr(results, "load", None)
+    if reader is None:
+        raise FileNotFoundError(f"{path} is a sweep results store, but this cachesched cannot read one")
+    return reader(path)
+
+
 def load(source: Source, variants: Sequence[str] | None = None) -> Runs:
     """The runs of ``source``: a :class:`~cachesched.Results`; a directory
     written by :meth:`Results.save`; a directory of such directories (one
     run each, labelled by the config keys that differ, else by name); a
     ``results.json`` file; a mapping of labels to results or directories; a
-    list of any of these; or a pandas DataFrame of runs (see :func:`from_table`).
+    list of any of these; a pandas DataFrame of runs (see :func:`from_table`),
+    or a CSV or Parquet file of one; or a sweep results store's directory.
     """
     if isinstance(source, pd.DataFrame):
         return from_table(source, variants)
@@ -219,6 +244,8 @@ def load(source: Source, variants: Sequence[str] | None = None) -> Runs:
         path = Path(source)
         if path.suffix in (".csv", ".parquet"):
             return from_table(read_table(path), variants)
+        if (path / "ledger.sqlite").is_file():
+            return from_table(_store_table(path), variants)
         if path.is_dir() and not (path / "results.json").is_file():
             dirs = _run_dirs(path)
             if not dirs:

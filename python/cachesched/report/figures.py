@@ -134,8 +134,11 @@ def fig_runs(runs: Runs) -> Figure | None:
         ax.set_title(label, fontsize="medium")
         if len(table) > 3:
             ax.tick_params(axis="x", labelrotation=40)
-        if hue and ax.get_legend():
-            ax.get_legend().set_title(hue.rsplit(".", 1)[-1], prop={"size": "small"})
+        legend = ax.get_legend()
+        if legend and ax is not axes[0, 0]:
+            legend.remove()  # one legend says it for every panel
+        elif legend and hue:
+            legend.set_title(hue.rsplit(".", 1)[-1], prop={"size": "small"})
     return fig
 
 

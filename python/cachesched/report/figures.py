@@ -54,8 +54,9 @@ class Drawn:
 
 
 def _figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 3.6) -> tuple[Figure, np.ndarray]:
-    """A figure on an Agg canvas with a grid of axes (always a 2-D array)."""
-    fig = Figure(figsize=(width * ncols if ncols < 3 else width * 2.2, height * nrows), layout="constrained")
+    """A figure on an Agg canvas with a grid of axes (always a 2-D array),
+    ``width`` inches per column up to 13 in all (a page's width)."""
+    fig = Figure(figsize=(min(width * ncols, 13.0), height * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, axes

@@ -115,7 +115,6 @@ def _tasks(runs: Runs) -> str:
 def render(runs: Runs, drawn: list[Drawn], title: str) -> str:
     """The whole page: the runs table, the figures, the per-task table."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    runs_table = runs.table().drop(columns=[c for c in ("tasks",) if len(runs.runs) == 1], errors="ignore")
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -123,7 +122,7 @@ def render(runs: Runs, drawn: list[Drawn], title: str) -> str:
         f"<h1>{html.escape(title)}</h1>",
         f"<p class=meta>cachesched {html.escape(__version__)}, {stamp}; {len(runs.runs)} run(s). "
         "Click a column header to sort.</p>",
-        "<h2>Runs</h2>", table(runs_table, "run-wide totals; miss ratios and MPKI are demand misses over all tasks"),
+        "<h2>Runs</h2>", table(runs.table(), "run-wide totals; miss ratios and MPKI are demand misses over all tasks"),
         "<h2>Figures</h2>", *(_figure(d) for d in drawn),
         _tasks(runs),
         f"<script>{SCRIPT}</script></body></html>",

@@ -99,6 +99,12 @@ def test_the_page_is_self_contained(one_report):
         assert f">{name}<" in text, "the task table names every task"
 
 
+def test_the_report_is_an_attribute_of_the_package_loaded_on_use():
+    assert cachesched.report.build is report.build
+    with pytest.raises(AttributeError, match="nope"):
+        cachesched.nope  # noqa: B018
+
+
 def test_the_reference_check_catches_network_urls():
     assert external_references('<img src="https://cdn.example.com/x.png">')
     assert external_references('<script src="//cdn.example.com/x.js"></script>')

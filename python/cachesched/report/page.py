@@ -36,7 +36,7 @@ figcaption { font-size: .9em; color: #555; }
 .scroll { overflow-x: auto; max-height: 40em; overflow-y: auto; margin: 1em 0; }
 table { border-collapse: collapse; font-size: .85em; }
 caption { caption-side: bottom; text-align: left; padding-top: .4em; }
-th, td { padding: .25em .6em; border-bottom: 1px solid #eee; text-align: right; }
+th, td { padding: .25em .6em; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; cursor: pointer; user-select: none; position: sticky; top: 0; }
 th[data-dir="asc"]::after { content: " \\25B2"; } th[data-dir="desc"]::after { content: " \\25BC"; }
 td.text, th.text { text-align: left; }

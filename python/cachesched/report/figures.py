@@ -260,7 +260,8 @@ def fig_around_events(runs: Runs) -> Figure | None:
         iv, ev = run.results.intervals, run.results.events
         if len(iv) and len(ev):
             curves += [(run.label, column, around(iv, ev, column)) for column, _ in cols]
-    if not any(len(c) for _, _, c in curves):
+    # A curve needs intervals on both sides of its events to say anything.
+    if not any(c.offset.nunique() > 1 for _, _, c in curves):
         return None
     fig, axes = _figure(ncols=len(cols), width=4.6)
     for ax, (column, label) in zip(axes[0], cols):
@@ -315,7 +316,8 @@ def fig_distributions(runs: Runs) -> Figure | None:
     tasks = runs.stacked("tasks")
     if not len(tasks):
         return None
-    cols = [("cpi", "CPI")] + [(f"{lv}_mpki", f"{lv} MPKI") for lv in LEVELS if f"{lv}_mpki" in tasks]
+    cols = [("cpi", "CPI")] + [(f"{lv}_mpki", f"{lv} MPKI") for lv in LEVELS
+                               if f"{lv}_mpki" in tasks and tasks[f"{lv}_mpki"].fillna(0).any()]
     fig, axes = _figure(ncols=len(cols), width=3.2)
     order = list(dict.fromkeys(tasks.run))
     rng = np.random.default_rng(0)

@@ -72,10 +72,10 @@ def external_references(page: str) -> list[str]:
     href or CSS url() that is not a data URI or an in-page anchor, and any
     http(s) or protocol-relative address left after removing data URIs."""
     text = re.sub(r"data:[a-z/+]+;base64,[A-Za-z0-9+/=]+", "data:", page)
-    refs = re.findall(r"""(?:src|href|action|srcset)\s*=\s*["']?([^"'\s>]+)""", text, flags=re.I)
-    refs += re.findall(r"url\(\s*['\"]?([^'\")]+)", text, flags=re.I)
+    refs = re.findall(r"""(?:src|href|action|srcset)\s*=\s*["']?([^"'\s>]+)""", text, flags=re.IGNORECASE)
+    refs += re.findall(r"url\(\s*['\"]?([^'\")]+)", text, flags=re.IGNORECASE)
     bad = [r for r in refs if not r.startswith(("data:", "#"))]
-    return bad + re.findall(r"(?:https?:|ftp:)?//[\w.-]+\.[a-z]{2,}", text, flags=re.I)
+    return bad + re.findall(r"(?:https?:|ftp:)?//[\w.-]+\.[a-z]{2,}", text, flags=re.IGNORECASE)
 
 
 def test_one_run_gives_every_figure_with_data_in_png_and_svg(one_report):
@@ -252,7 +252,7 @@ def run_browser(page: Path, profile: Path, *args: str) -> subprocess.CompletedPr
            "--no-first-run", "--disable-extensions", "--disable-background-networking",
            f"--user-data-dir={profile}", "--virtual-time-budget=10000", "--window-size=1280,2000",
            *args, page.as_uri()]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +266,7 @@ def test_every_figure_loads_without_script_errors_and_tables_sort(built, tmp_pat
     probed.write_text(built.read_text().replace("<head>", "<head>" + PROBE, 1))
     proc = run_browser(probed, tmp_path / "profile", "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, flags=re.S)
+    found = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, flags=re.DOTALL)
     assert found, f"the probe did not run; chromium said:\n{proc.stderr[-2000:]}"
     result = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert result["errors"] == []

@@ -109,7 +109,7 @@ def comparison(runs: Runs) -> tuple[pd.DataFrame, str | None]:
     others, joined, make the axis (sizes), if that puts several runs at
     some point of the axis; otherwise each run is a bar."""
     table = runs.table()
-    text = table[runs.variants].map(lambda v: "" if v is None or v != v else str(v))
+    text = table[runs.variants].map(lambda v: "" if pd.isna(v) else str(v))
     for hue in runs.variants if len(runs.variants) > 1 else []:
         if 2 <= text[hue].nunique() <= 6:
             rest = [v for v in runs.variants if v != hue]
@@ -334,20 +334,23 @@ def fig_distributions(runs: Runs) -> Figure | None:
 #: Every figure: file stem, title, caption (the tables it reads), function.
 FIGURES: list[tuple[str, str, str, Callable[[Runs], Figure | None]]] = [
     ("runs", "Runs compared", "CPI and demand miss ratio per cache level of each run (summary, levels).", fig_runs),
-    ("miss_ratio", "Miss ratio per level", "Demand misses over demand accesses, per task (one run) or per "
-     "workload, one colour per run (levels, tasks).", fig_miss_ratio),
-    ("cpi", "CPI per task", "Cycles over instructions, scheduling overhead included, per task or workload "
-     "(tasks).", fig_cpi),
-    ("timeline", "Time series", "CPI and MPKI of every stats.interval of each task's instructions, against "
-     "the clock at the interval's end; red ticks are migrations (intervals, events).", fig_timeline),
-    ("around_events", "Around switches and migrations", "Mean over events of the task's intervals before and "
-     "after a switch (resumption after a context switch) or a migration, each divided by the task's mean; "
-     "interval 0 holds the event, the legend counts events (intervals, events).", fig_around_events),
-    ("windows", "After migrations", "CPI of each post-migration window (stats.window instructions on the new "
-     "core) over its task's CPI for the whole run, by locality and timing; points are windows (windows, "
-     "tasks).", fig_windows),
-    ("distributions", "Distributions over tasks", "Per-task CPI and MPKI per level; boxes show quartiles, "
-     "points are tasks (tasks).", fig_distributions),
+    ("miss_ratio", "Miss ratio per level",
+     ("Demand misses over demand accesses, per task (one run) or per workload, one colour per run (levels, "
+      "tasks)."), fig_miss_ratio),
+    ("cpi", "CPI per task",
+     "Cycles over instructions, scheduling overhead included, per task or workload (tasks).", fig_cpi),
+    ("timeline", "Time series",
+     ("CPI and MPKI of every stats.interval of each task's instructions, against the clock at the interval's "
+      "end; red ticks are migrations (intervals, events)."), fig_timeline),
+    ("around_events", "Around switches and migrations",
+     ("Mean over events of the task's intervals before and after a switch (resumption after a context switch) "
+      "or a migration, each divided by the task's mean; interval 0 holds the event, the legend counts events "
+      "(intervals, events)."), fig_around_events),
+    ("windows", "After migrations",
+     ("CPI of each post-migration window (stats.window instructions on the new core) over its task's CPI for "
+      "the whole run, by locality and timing; points are windows (windows, tasks)."), fig_windows),
+    ("distributions", "Distributions over tasks",
+     "Per-task CPI and MPKI per level; boxes show quartiles, points are tasks (tasks).", fig_distributions),
 ]
 
 

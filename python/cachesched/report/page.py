@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,14 +114,14 @@ def _tasks(runs: Runs) -> str:
 
 def render(runs: Runs, drawn: list[Drawn], title: str) -> str:
     """The whole page: the runs table, the figures, the per-task table."""
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        f"<p class=meta>cachesched {html.escape(__version__)}, {stamp}; {len(runs.runs)} run(s). "
-        "Click a column header to sort.</p>",
+        (f"<p class=meta>cachesched {html.escape(__version__)}, {stamp}; {len(runs.runs)} run(s). "
+         "Click a column header to sort.</p>"),
         "<h2>Runs</h2>", table(runs.table(), "run-wide totals; miss ratios and MPKI are demand misses over all tasks"),
         "<h2>Figures</h2>", *(_figure(d) for d in drawn),
         _tasks(runs),

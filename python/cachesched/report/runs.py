@@ -5,10 +5,11 @@ runs came from (a saved directory today, the sweep store's table later)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ MAX_VARIANTS = 6
 #: (else they are names): legends and axis ticks must stay short.
 MAX_LABEL_KEYS = 2
 
-Source = Union[Results, str, Path, pd.DataFrame, Mapping[str, Any], Sequence[Any]]
+Source = Results | str | Path | pd.DataFrame | Mapping[str, Any] | Sequence[Any]
 
 
 def metric_names() -> list[str]:
@@ -142,12 +143,17 @@ def config_variants(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: f.get(k) for k in differ} for f in flat]
 
 
+def _missing(value: Any) -> bool:
+    """None or NaN (a table's empty cell); lists and dicts are values."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _label(variant: dict[str, Any], fallback: str, max_keys: int = MAX_LABEL_KEYS) -> str:
     """A short label from variant values: ``kind=lru, size_bytes=65536`` up
     to :data:`MAX_LABEL_KEYS` keys, the values alone (``lru / 16KiB /
     32KiB``) up to ``max_keys``, leaving out the keys a run does not have;
     ``fallback`` when there are none or too many to read."""
-    shown = {k: v for k, v in variant.items() if v is not None and not (isinstance(v, float) and v != v)}
+    shown = {k: v for k, v in variant.items() if not _missing(v)}
     if not shown or len(variant) > max(max_keys, MAX_LABEL_KEYS):
         return fallback
     if len(variant) > MAX_LABEL_KEYS:

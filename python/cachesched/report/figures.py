@@ -102,6 +102,11 @@ def _group_column(tasks: pd.DataFrame) -> str:
     return "name" if one_run and tasks["name"].nunique() <= MAX_GROUPS else "workload"
 
 
+def _short(key: str) -> str:
+    """A config key path's last part (``machine.l2.size_bytes`` -> ``size_bytes``)."""
+    return key.rsplit(".", 1)[-1]
+
+
 def comparison(runs: Runs) -> tuple[pd.DataFrame, str | None]:
     """The runs table with an ``x`` column for the comparison's axis and
     the name of the column colouring the bars: with two variant columns or
@@ -130,16 +135,20 @@ def fig_runs(runs: Runs) -> Figure | None:
     if not panels:
         return None
     fig, axes = _figure(ncols=len(panels), width=4.2 if len(panels) > 1 else 6.4)
+    axis_name = " / ".join(_short(v) for v in runs.variants if v != hue) if hue else ""
     for ax, (column, label) in zip(axes[0], panels):
         _grouped_bars(ax, table, "x", column, label, hue="colour")
         ax.set_title(label, fontsize="medium")
+        ax.set_xlabel(axis_name)
         if len(table) > 3:
             ax.tick_params(axis="x", labelrotation=40)
+            for tick in ax.get_xticklabels():
+                tick.set_horizontalalignment("right")
         legend = ax.get_legend()
         if legend and ax is not axes[0, 0]:
             legend.remove()  # one legend says it for every panel
         elif legend and hue:
-            legend.set_title(hue.rsplit(".", 1)[-1], prop={"size": "small"})
+            legend.set_title(_short(hue), prop={"size": "small"})
     return fig
 
 

@@ -29,3 +29,13 @@ __all__ = [
     "simulate",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``cachesched.report`` without an import of its own, loaded on first
+    use: it imports matplotlib, which simulations alone do not need."""
+    if name == "report":
+        import importlib
+
+        return importlib.import_module(".report", __name__)
+    raise AttributeError(f"module 'cachesched' has no attribute {name!r}")

@@ -339,6 +339,18 @@ def cmd_results_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    source = args.results[0] if len(args.results) == 1 else args.results
+    try:
+        paths = report.build(source, args.out, title=args.title, formats=args.format.split(","))
+    except FileNotFoundError as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"wrote {len(paths) - 1} figure files and {paths[-1]}")
+    return 0
+
+
 def _suite_names(args: argparse.Namespace) -> list[str]:
     from .workloads import suite
 
@@ -560,6 +572,16 @@ def build_parser() -> argparse.ArgumentParser:
     for p, fn in ((rl, cmd_results_ls), (rsh, cmd_results_show), (rex, cmd_results_export)):
         p.add_argument("--store", metavar="DIR", help="results store (default $CACHESCHED_STORE or ./cachesched-results)")
         p.set_defaults(func=fn)
+
+    rep = sub.add_parser("report", help="figures (PNG, SVG) and a self-contained HTML page of saved runs")
+    rep.add_argument("results", nargs="+", metavar="RESULTS",
+                     help="a run directory (cachesched run --out), a directory of them, or a runs table (.csv, "
+                          ".parquet) with a path column; several are compared")
+    rep.add_argument("-o", "--out", required=True, metavar="DIR", help="directory for the figures and report.html")
+    rep.add_argument("--title", default="cachesched report", help="the page's title")
+    rep.add_argument("--format", default="png,svg", metavar="FMT,FMT",
+                     help="figure formats (default png,svg; PNG is always written, the page embeds it)")
+    rep.set_defaults(func=cmd_report)
 
     be = sub.add_parser("bench", help="throughput benchmark against pycachesim")
     be.add_argument("--accesses", type=int, default=50_000_000, help="trace length (default 50M)")

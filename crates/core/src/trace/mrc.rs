@@ -118,12 +118,11 @@ impl MissRatioCurve {
         // A sampled distance d stands for d / rate: it hits when d < ways * rate.
         let within = ((ways as f64 * self.rate).ceil() as usize).min(self.histogram.len());
         let sampled_hits: u64 = self.histogram[..within].iter().sum();
-        let adjust = self.references as f64 * self.rate - self.sampled as f64;
         if self.rate == 1.0 {
-            sampled_hits as f64
-        } else {
-            ((sampled_hits as f64 + adjust) / self.rate).clamp(0.0, self.references as f64)
+            return sampled_hits as f64;
         }
+        let adjust = self.references as f64 * self.rate - self.sampled as f64;
+        ((sampled_hits as f64 + adjust) / self.rate).clamp(0.0, self.references as f64)
     }
 
     /// Miss ratio of an LRU cache of `sets` x `ways` lines (0 without references).
@@ -137,6 +136,26 @@ impl MissRatioCurve {
     /// The fewest ways with which only first references miss.
     pub fn ways_for_cold_only(&self) -> u64 {
         (self.histogram.len() as f64 / self.rate).ceil() as u64
+    }
+
+    /// Ways at which to draw the curve when none are asked for: 1, 2, 3, 4,
+    /// 6, 8, 12, 16, ... (powers of two and their midpoints) up to the first
+    /// at which only first references miss.
+    pub fn default_ways(&self) -> Vec<u64> {
+        let end = self.ways_for_cold_only().max(1);
+        let mut ways: Vec<u64> = Vec::new();
+        let mut p = 1u64;
+        loop {
+            for w in [p, p + p / 2] {
+                if ways.last() != Some(&w) {
+                    ways.push(w);
+                }
+                if w >= end {
+                    return ways;
+                }
+            }
+            p *= 2;
+        }
     }
 }
 
@@ -309,6 +328,17 @@ mod tests {
         let mut unified = MrcPass::new(&MrcOptions { ifetch: true, ..MrcOptions::default() }).unwrap();
         unified.record(&access(0x2000, 8, AccessKind::Ifetch));
         assert_eq!(unified.finish().references, 1);
+    }
+
+    #[test]
+    fn default_ways_end_where_only_cold_misses_remain() {
+        let curve = |histogram: Vec<u64>| MissRatioCurve {
+            histogram,
+            ..MrcPass::new(&MrcOptions::default()).unwrap().finish()
+        };
+        assert_eq!(curve(vec![]).default_ways(), vec![1]);
+        assert_eq!(curve(vec![1; 5]).default_ways(), vec![1, 2, 3, 4, 6]);
+        assert_eq!(curve(vec![1; 8]).default_ways(), vec![1, 2, 3, 4, 6, 8]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ caches, TLBs and NUMA memory.
 from . import _core
 from .config import presets, resolve
 from .errors import CacheschedError, ConfigError, InternalError, RecordError, SimulationError, TraceError
+from .missratio import mrc
 from .results import Results
 from .simulate import simulate
 from .sweep import run as run_sweep
@@ -23,6 +24,7 @@ __all__ = [
     "Results",
     "SimulationError",
     "TraceError",
+    "mrc",
     "presets",
     "resolve",
     "run_sweep",

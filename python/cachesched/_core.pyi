@@ -20,6 +20,16 @@ def resolve_config(config_json: str) -> str: ...
 def presets() -> list[dict[str, str]]: ...
 def trace_info(path: str) -> str: ...
 def trace_scan(path: str, thread: Optional[int] = None) -> str: ...
+def trace_mrc(
+    path: str,
+    thread: Optional[int] = None,
+    sets: int = 1,
+    line_bytes: int = 64,
+    ways: Optional[list[int]] = None,
+    sample: Optional[float] = None,
+    ifetch: bool = False,
+    progress: Optional[Progress] = None,
+) -> str: ...
 def trace_generate(
     workload_json: str,
     path: str,

@@ -25,6 +25,8 @@ import os
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from . import reference, trace
 from .simulate import simulate
 
@@ -185,3 +187,64 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
 def main_json(figures: dict) -> str:
     """The figures as JSON (for docs and scripts)."""
     return json.dumps(figures, indent=2)
+
+
+#: The simulated cache of the MRC benchmark: the standard machine's L2 geometry.
+MRC_CACHE = (1 << 20, 16)
+#: Sizes per curve in the MRC benchmark (the issue's figure).
+MRC_SIZES = 20
+
+
+def mrc_run(accesses: int = 50_000_000, repeat: int = 1, cache_dir: Path | None = None, sample: float = 0.01,
+            out=print) -> dict:
+    """The MRC benchmark: one simulation of one cache size against one-pass
+    curves over ``MRC_SIZES`` sizes, on the benchmark trace, in one process.
+
+    The simulation is a one-level LRU cache of ``MRC_CACHE`` (1 MiB 16-way,
+    1024 sets) on the machine of :func:`cachesched.missratio.equivalent_machine`.
+    The curves: set-associative with the same 1024 sets (1 to 20 ways,
+    64 KiB to 1.25 MiB, the simulated size among them), fully associative
+    (20 sizes, 64 KiB to 1.25 MiB), and fully associative sampled at
+    ``sample``. The simulated size's miss ratio must equal the curve's.
+    """
+    from .missratio import equivalent_machine, mrc
+
+    cache_dir = cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cachesched"
+    out(f"benchmark trace: {accesses:,} accesses ...")
+    path = bench_trace(accesses, cache_dir)
+    size, ways = MRC_CACHE
+    sets = size // (ways * 64)
+    figures: dict = {"accesses": accesses, "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}
+
+    seconds, results = min((_ours(path, equivalent_machine(size, ways)) for _ in range(repeat)), key=lambda r: r[0])
+    caches = results.caches.set_index("level").loc["l1d"]
+    sim_misses = int(caches.load_misses + caches.store_misses)
+    figures["simulation_seconds"] = seconds
+    out(f"one simulation, {size >> 10} KiB {ways}-way LRU:           {seconds:7.2f} s  "
+        f"({accesses / seconds / 1e6:.1f} M accesses/s, {sim_misses:,} misses)")
+
+    def timed(**kwargs) -> tuple[float, pd.DataFrame]:
+        start = time.perf_counter()
+        frame = mrc(path, **kwargs)
+        return time.perf_counter() - start, frame
+
+    unit = sets * 64
+    runs = [
+        ("set_associative", f"MRC, {sets} sets, {MRC_SIZES} associativities:", {"sets": sets}, unit),
+        ("fully_associative", f"MRC, fully associative, {MRC_SIZES} sizes:", {}, 64 * 1024),
+        ("sampled", f"MRC, fully associative, sampled at {sample:g}:", {"sample": sample}, 64 * 1024),
+    ]
+    for key, label, kwargs, step in runs:
+        sizes = [step * w for w in range(1, MRC_SIZES + 1)]
+        seconds, frame = min((timed(sizes=sizes, **kwargs) for _ in range(repeat)), key=lambda r: r[0])
+        figures[f"{key}_seconds"] = seconds
+        figures[f"{key}_ratio"] = seconds / figures["simulation_seconds"]
+        out(f"{label:<44} {seconds:7.2f} s  = {figures[f'{key}_ratio']:.2f} x the simulation (target <= 2)")
+        if key == "set_associative":
+            at = frame.set_index("size_bytes").loc[size]
+            figures["curve_equals_simulation"] = int(at.misses) == sim_misses
+            out(f"  the curve at {size >> 10} KiB: {int(at.misses):,} misses; equal to the simulation's: "
+                f"{'yes' if figures['curve_equals_simulation'] else 'NO'}")
+        figures[f"{key}_miss_ratio_1MiB"] = float(frame.set_index("size_bytes").miss_ratio.get(size, float("nan")))
+    out(f"(load average {figures['load_average']:.2f} on {figures['cpus']} CPUs)")
+    return figures

@@ -351,6 +351,60 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """A size in bytes: ``4096``, ``32KiB``, ``1MiB`` (K, KB and KiB are all 1024)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"expected a size such as 32768, 32KiB or 1MiB, got {text!r}")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def cmd_mrc(args: argparse.Namespace) -> int:
+    from . import missratio
+
+    if args.bench:
+        from . import bench
+
+        figures = bench.mrc_run(accesses=args.accesses, repeat=args.repeat, sample=args.sample or 0.01,
+                                cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+        if args.json:
+            Path(args.json).write_text(bench.main_json(figures) + "\n")
+        return 0
+    if not args.trace:
+        raise ConfigError.single("", "missing_trace", "give a .cst trace (or --bench)")
+    sizes = [s for group in args.sizes for s in group] if args.sizes else None
+    progress, close = _progress(args.quiet, " accesses")
+    try:
+        frame = missratio.mrc(args.trace, sets=args.sets, line_bytes=args.line_bytes, sizes=sizes,
+                              sample=args.sample, thread=args.thread, ifetch=args.ifetch, progress=progress)
+    finally:
+        close()
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+    if args.output:
+        missratio.plot(frame, args.output, title=Path(args.trace).name)
+    if not args.quiet:
+        a = frame.attrs
+        what = "fully associative" if args.sets is None else f"{args.sets} sets"
+        sampled = f", sampled at {a['rate']:g} ({a['sampled']:,} references kept)" if a["rate"] != 1.0 else ""
+        print(f"{args.trace}: {a['references']:,} line references, {a['lines']:,} distinct lines, "
+              f"{a['cold']:,} first references; LRU, {what}{sampled}")
+        print(f"{'size':>12} {'ways':>6} {'miss ratio':>10} {'misses':>14}")
+        for row in frame.itertuples():
+            ways = "-" if row.ways is None else f"{row.ways}"
+            print(f"{missratio._size_label(row.size_bytes):>12} {ways:>6} {row.miss_ratio:>10.4f} {row.misses:>14,}")
+        for path in (args.csv, args.output):
+            if path:
+                print(f"wrote {path}")
+    return 0
+
+
 def _suite_names(args: argparse.Namespace) -> list[str]:
     from .workloads import suite
 
@@ -582,6 +636,27 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", default="png,svg", metavar="FMT,FMT",
                      help="figure formats (default png,svg; PNG is always written, the page embeds it)")
     rep.set_defaults(func=cmd_report)
+
+    mr = sub.add_parser("mrc", help="LRU miss ratio of every cache size from one pass over a trace")
+    mr.add_argument("trace", nargs="?", help=".cst trace")
+    mr.add_argument("--thread", type=int, help="thread of a multi-thread trace")
+    mr.add_argument("--sets", type=int, help="caches of this many sets, every associativity (default: fully associative)")
+    mr.add_argument("--line-bytes", type=int, default=64, help="line size (default 64)")
+    mr.add_argument("--sizes", type=_size, nargs="+", action="append", metavar="SIZE",
+                    help="cache sizes, e.g. 32KiB 1MiB (default: 1, 2, 3, 4, 6, 8, ... ways or lines)")
+    mr.add_argument("--sample", type=float, metavar="R",
+                    help="spatial sampling rate, fully associative only (e.g. 0.01; default: exact)")
+    mr.add_argument("--ifetch", action="store_true", help="count instruction fetches too (a unified cache)")
+    mr.add_argument("-o", "--output", metavar="FILE", help="plot the curve to FILE (PNG, SVG, PDF)")
+    mr.add_argument("--csv", metavar="FILE", help="write the curve as CSV")
+    mr.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
+    mr.add_argument("--bench", action="store_true",
+                    help="time one simulation of one size against one-pass curves of 20 sizes on the benchmark trace")
+    mr.add_argument("--accesses", type=int, default=50_000_000, help="--bench: trace length (default 50M)")
+    mr.add_argument("--repeat", type=int, default=1, help="--bench: runs of each; the best counts")
+    mr.add_argument("--cache-dir", help="--bench: where the benchmark trace is kept (default ~/.cache/cachesched)")
+    mr.add_argument("--json", metavar="FILE", help="--bench: also write the figures as JSON")
+    mr.set_defaults(func=cmd_mrc)
 
     be = sub.add_parser("bench", help="throughput benchmark against pycachesim")
     be.add_argument("--accesses", type=int, default=50_000_000, help="trace length (default 50M)")

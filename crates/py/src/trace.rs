@@ -9,6 +9,7 @@ use cachesched_core::error::Error;
 use cachesched_core::trace::convert::{copy, CopyOptions, PipeReader};
 use cachesched_core::trace::file::{TraceFormat, TraceParams};
 use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};
+use cachesched_core::trace::mrc::{mrc_workload, MrcOptions};
 use cachesched_core::trace::native::{scan, NativeReader, NativeWriter, TraceHeader, TraceSummary};
 use cachesched_core::trace::{Workload, WorkloadConfig, WorkloadCtx};
 use cachesched_core::{Access, AccessKind, VirtAddr};
@@ -74,6 +75,54 @@ fn trace_scan(py: Python<'_>, path: PathBuf, thread: Option<u32>) -> PyResult<St
             "reuse_buckets": &s.reuse.buckets[..s.reuse.buckets.iter().rposition(|&n| n > 0).map_or(0, |b| b + 1)],
         });
         Ok(stats.to_string())
+    })
+}
+
+/// One pass over one thread's stream of a `.cst` file: the LRU miss ratios
+/// of its data references in caches of `sets` sets and each of `ways` ways
+/// (default: 1, 2, 3, 4, 6, 8, ... until only first references miss); see
+/// `trace::mrc`. Returns JSON: the pass's totals and one row per ways.
+#[pyfunction]
+#[pyo3(signature = (path, thread=None, sets=1, line_bytes=64, ways=None, sample=None, ifetch=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn trace_mrc(
+    py: Python<'_>,
+    path: PathBuf,
+    thread: Option<u32>,
+    sets: u64,
+    line_bytes: u64,
+    ways: Option<Vec<u64>>,
+    sample: Option<f64>,
+    ifetch: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    guarded(py, || {
+        let options = MrcOptions { sets, line_bytes, sample_rate: sample, ifetch };
+        let mut reporter = Reporter::new(progress.as_ref());
+        let outcome = py.detach(|| {
+            let reader = match thread {
+                Some(t) => NativeReader::open_thread(&path, t)?,
+                None => NativeReader::open(&path)?,
+            };
+            mrc_workload(Box::new(reader), &options, &mut |done, total| reporter.report(done, total))
+        });
+        let curve = outcome.map_err(|e| reporter.finish(py, e))?;
+        let ways = ways.unwrap_or_else(|| curve.default_ways());
+        let rows: Vec<_> = ways
+            .iter()
+            .map(|&w| json!({"ways": w, "hits": curve.hits(w), "miss_ratio": curve.miss_ratio(w)}))
+            .collect();
+        Ok(json!({
+            "sets": curve.sets,
+            "line_bytes": curve.line_bytes,
+            "rate": curve.rate,
+            "references": curve.references,
+            "sampled": curve.sampled,
+            "cold": curve.cold,
+            "lines": curve.lines,
+            "rows": rows,
+        })
+        .to_string())
     })
 }
 
@@ -324,6 +373,7 @@ fn trace_read<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_mrc, m)?)?;
     m.add_function(wrap_pyfunction!(trace_generate, m)?)?;
     m.add_function(wrap_pyfunction!(trace_write, m)?)?;
     m.add_function(wrap_pyfunction!(trace_read, m)?)?;

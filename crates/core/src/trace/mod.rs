@@ -11,6 +11,7 @@ pub mod file;
 pub mod kernels;
 pub mod lackey;
 pub mod lines;
+pub mod mrc;
 pub mod native;
 pub mod prefetch;
 pub mod reuse;

@@ -130,3 +130,20 @@ def test_cli_writes_the_table_csv_and_plots(mixed_trace, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "fully associative" in out and "miss ratio" in out
     assert cli.main(["mrc", str(mixed_trace), "--sets", "16", "--sizes", "1000"]) == 2
+
+
+def test_progress_is_reported_and_an_exception_there_stops_the_pass(tmp_path):
+    path = tmp_path / "long.cst"
+    trace.generate({"kind": "uniform", "params": {"working_set_bytes": "1MiB", "accesses": 2_200_000}}, path)
+    calls: list[tuple[int, int | None]] = []
+    cachesched.mrc(path, sizes=[4096], progress=lambda done, total: calls.append((done, total)))
+    assert len(calls) == 2 and calls[0][0] >= 1 << 20 and calls[-1][1] == 2_200_000
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total):
+        raise Stop
+
+    with pytest.raises(Stop):
+        cachesched.mrc(path, progress=stop)

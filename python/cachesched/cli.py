@@ -392,16 +392,24 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     if not args.quiet:
         a = frame.attrs
         what = "fully associative" if args.sets is None else f"{args.sets} sets"
-        sampled = f", sampled at {a['rate']:g} ({a['sampled']:,} references kept)" if a["rate"] != 1.0 else ""
-        print(f"{args.trace}: {a['references']:,} line references, {a['lines']:,} distinct lines, "
-              f"{a['cold']:,} first references; LRU, {what}{sampled}")
-        print(f"{'size':>12} {'ways':>6} {'miss ratio':>10} {'misses':>14}")
+        if a["rate"] != 1.0:
+            footprint = f"{a['lines']:,} distinct lines sampled (about {a['lines'] / a['rate']:,.0f} in all)"
+            sampled = f", sampled at {a['rate']:g} ({a['sampled']:,} references kept)"
+        else:
+            footprint, sampled = f"{a['lines']:,} distinct lines", ""
+        lines = [f"{args.trace}: {a['references']:,} line references, {footprint}; LRU, {what}{sampled}",
+                 f"{'size':>12} {'ways':>6} {'miss ratio':>10} {'misses':>14}"]
         for row in frame.itertuples():
             ways = "-" if row.ways is None else f"{row.ways}"
-            print(f"{missratio._size_label(row.size_bytes):>12} {ways:>6} {row.miss_ratio:>10.4f} {row.misses:>14,}")
-        for path in (args.csv, args.output):
-            if path:
-                print(f"wrote {path}")
+            lines.append(f"{missratio._size_label(row.size_bytes):>12} {ways:>6} {row.miss_ratio:>10.4f} "
+                         f"{row.misses:>14,}")
+        lines += [f"wrote {path}" for path in (args.csv, args.output) if path]
+        try:
+            print("\n".join(lines))
+        except BrokenPipeError:
+            # `cachesched mrc x.cst | head`: the reader has seen enough.
+            sys.stdout = None
+            return 0
     return 0
 
 

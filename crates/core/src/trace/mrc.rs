@@ -51,8 +51,12 @@ impl Default for MrcOptions {
 impl MrcOptions {
     /// Reject impossible options, naming the option.
     pub fn validate(&self) -> Result<()> {
-        if self.sets == 0 || self.sets > 1 << 24 {
-            return Err(Error::config("sets", "invalid_value", format!("expected 1 to 2^24 sets, got {}", self.sets)));
+        if self.sets == 0 || self.sets > 1 << 20 {
+            return Err(Error::config(
+                "sets",
+                "invalid_value",
+                format!("expected 1 to 2^20 sets (each set has its own tree and window), got {}", self.sets),
+            ));
         }
         if !self.line_bytes.is_power_of_two() || self.line_bytes < 4 {
             let message = format!("expected a power of two of at least 4, got {}", self.line_bytes);

@@ -79,20 +79,37 @@ impl ReuseDistances {
     }
 }
 
-/// The Fenwick tree over one set's time.
+/// One set's time: the marks of its recent times in a ring of bits, the
+/// older ones in a Fenwick tree.
 #[derive(Debug, Clone)]
 struct SetTimes {
-    /// Over times 1..tree.len(): 1 where a time is some line's latest reference.
+    /// Over times 1..tree.len(): 1 where a time at or before `flushed` is
+    /// some line's latest reference.
     tree: Vec<u32>,
     /// The set's latest time (0: never referenced).
     now: u32,
+    /// Times up to this one are in the tree; later ones in `window`.
+    flushed: u32,
+    /// Marks of times in `(flushed, now]`, bit `t % bits` for time `t`.
+    window: Vec<u64>,
+    /// Marks in the tree and in the window.
+    tree_marks: u64,
+    window_marks: u64,
     /// The set's lines, in order of first reference (one mark each).
     lines: Vec<u64>,
 }
 
 impl SetTimes {
-    fn new(tree: usize) -> SetTimes {
-        SetTimes { tree: vec![0; tree.max(2)], now: 0, lines: Vec::new() }
+    fn new(tree: usize, window_words: usize) -> SetTimes {
+        SetTimes {
+            tree: vec![0; tree.max(2)],
+            now: 0,
+            flushed: 0,
+            window: vec![0; window_words.max(1)],
+            tree_marks: 0,
+            window_marks: 0,
+            lines: Vec::new(),
+        }
     }
 
     #[inline]
@@ -103,7 +120,7 @@ impl SetTimes {
         }
     }
 
-    /// Marks at times `1..=i`.
+    /// Marks at times `1..=i` of the tree.
     #[inline]
     fn prefix(&self, mut i: usize) -> u64 {
         let mut sum = 0u64;
@@ -113,35 +130,86 @@ impl SetTimes {
         }
         sum
     }
+
+    /// Bits of the window.
+    #[inline]
+    fn bits(&self) -> u32 {
+        self.window.len() as u32 * 64
+    }
+
+    /// Flip the window's bit of time `t`.
+    #[inline]
+    fn flip(&mut self, t: u32) {
+        let bit = t & (self.bits() - 1);
+        self.window[(bit / 64) as usize] ^= 1 << (bit % 64);
+    }
+
+    #[inline]
+    fn marked(&self, t: u32) -> bool {
+        let bit = t & (self.bits() - 1);
+        self.window[(bit / 64) as usize] >> (bit % 64) & 1 != 0
+    }
+
+    /// Marks at times `a+1..=b` of the window.
+    #[inline]
+    fn window_count(&self, a: u32, b: u32) -> u64 {
+        let mask_bits = self.bits() - 1;
+        let mut n = 0;
+        let mut t = a + 1;
+        while t <= b {
+            let bit = t & mask_bits;
+            let take = (64 - bit % 64).min(b - t + 1);
+            let mask = if take == 64 { !0 } else { ((1u64 << take) - 1) << (bit % 64) };
+            n += (self.window[(bit / 64) as usize] & mask).count_ones() as u64;
+            t += take;
+        }
+        n
+    }
 }
 
 /// LRU stack distances within each set of a cache of `sets` sets (see the
 /// module documentation). One set: the fully associative distances.
 ///
 /// Memory: a map entry and a line number per distinct line, and per set a
-/// tree of at most twice its lines (at least `initial_tree` entries). No
+/// tree of at most twice its lines (eight times with one set; at least the
+/// initial size) and a window of recent times. No
 /// allocation per reference beyond that growth.
 #[derive(Debug, Clone)]
 pub struct StackDistances {
     /// Line -> its set's time of the line's latest reference (1-based).
     last: U64Map,
     sets: Vec<SetTimes>,
+    /// A renumbered tree holds this many times per line: renumbering (a
+    /// sort of the set's lines) comes every `spread - 1` references per line.
+    spread: usize,
 }
 
 impl StackDistances {
     /// Distances within each of `sets` sets (at least 1).
     pub fn new(sets: u64) -> StackDistances {
         let sets = sets.max(1);
-        // One set starts large (it is the whole footprint); many start small.
-        let initial = if sets == 1 { 1 << 16 } else { 16 };
-        StackDistances::with_initial_tree(sets, initial)
+        // One set starts large (it is the whole footprint) and keeps the
+        // marks of its last 2048 times out of its tree: most reuses are
+        // that recent and then cost a few popcounts instead of tree walks
+        // through a tree larger than the host's caches. Many sets start
+        // small, with a window of 64 times.
+        if sets == 1 {
+            StackDistances::with_sizes(sets, 1 << 16, 128)
+        } else {
+            StackDistances::with_sizes(sets, 16, 1)
+        }
     }
 
     /// As [`StackDistances::new`], with trees of `initial` entries at first
-    /// (small ones force renumbering, for tests).
-    pub fn with_initial_tree(sets: u64, initial: usize) -> StackDistances {
+    /// (small ones force renumbering, for tests) and windows of
+    /// `window_words` x 64 recent times (a power of two).
+    pub fn with_sizes(sets: u64, initial: usize, window_words: usize) -> StackDistances {
         let sets = usize::try_from(sets.max(1)).expect("a set count that fits in memory");
-        StackDistances { last: U64Map::default(), sets: vec![SetTimes::new(initial); sets] }
+        assert!(window_words.is_power_of_two(), "a window of a power of two of words");
+        // One large tree renumbers rarely (8 times per line: 32 bytes per
+        // line); many small ones stay small enough for the host's caches.
+        let spread = if sets == 1 { 8 } else { 2 };
+        StackDistances { last: U64Map::default(), sets: vec![SetTimes::new(initial, window_words); sets], spread }
     }
 
     /// Number of sets.
@@ -165,7 +233,7 @@ impl StackDistances {
         let s = if n.is_power_of_two() { line & (n - 1) } else { line % n };
         let set = &mut self.sets[s as usize];
         if set.now as usize + 1 == set.tree.len() {
-            Self::renumber(set, &mut self.last);
+            Self::renumber(set, &mut self.last, self.spread);
         }
         let slot = self.last.entry(line, 0);
         let previous = *slot as usize;
@@ -175,34 +243,57 @@ impl StackDistances {
             return Some(0);
         }
         set.now += 1;
-        let now = set.now as usize;
+        let now = set.now;
         *slot = now as u64;
-        let distance = if previous != 0 {
-            // Marks after the previous time: all of the set's lines but
-            // those last referenced at or before it.
-            let d = set.lines.len() as u64 - set.prefix(previous);
-            set.add(previous, -1);
-            Some(d)
-        } else {
+        if now - set.flushed > set.bits() {
+            // The oldest time of the window moves to the tree.
+            let t = set.flushed + 1;
+            if set.marked(t) {
+                set.flip(t);
+                set.window_marks -= 1;
+                set.add(t as usize, 1);
+                set.tree_marks += 1;
+            }
+            set.flushed = t;
+        }
+        let previous = previous as u32;
+        let distance = if previous == 0 {
             set.lines.push(line);
             None
+        } else if previous > set.flushed {
+            // Marks after the previous time, all in the window.
+            let d = set.window_count(previous, now - 1);
+            set.flip(previous);
+            set.window_marks -= 1;
+            Some(d)
+        } else {
+            // The window's marks and the tree's after the previous time.
+            let d = set.window_marks + set.tree_marks - set.prefix(previous as usize);
+            set.add(previous as usize, -1);
+            set.tree_marks -= 1;
+            Some(d)
         };
-        set.add(now, 1);
+        set.flip(now);
+        set.window_marks += 1;
         distance
     }
 
     /// Give the set's live times the ranks 1..=lines, keeping their order,
-    /// in a tree twice that size (at least as large as before).
+    /// in a tree `spread` times that size (at least as large as before).
     #[cold]
-    fn renumber(set: &mut SetTimes, last: &mut U64Map) {
-        let mut times: Vec<u64> = set.lines.iter().map(|&l| last.get(l).expect("a set's line")).collect();
-        times.sort_unstable();
-        for &l in &set.lines {
-            let t = last.entry(l, 0);
-            *t = times.binary_search(t).expect("a live time") as u64 + 1;
+    fn renumber(set: &mut SetTimes, last: &mut U64Map, spread: usize) {
+        let mut order: Vec<(u64, u64)> = set.lines.iter().map(|&l| (last.get(l).expect("a set's line"), l)).collect();
+        order.sort_unstable();
+        for (rank, &(_, l)) in order.iter().enumerate() {
+            last.insert(l, rank as u64 + 1);
         }
-        let size = (2 * times.len() + 2).max(set.tree.len());
-        set.now = times.len() as u32;
+        let size = (spread * order.len() + 2).max(set.tree.len());
+        set.now = order.len() as u32;
+        // Every mark goes to the tree; the window starts empty.
+        set.flushed = set.now;
+        set.window.fill(0);
+        set.tree_marks = order.len() as u64;
+        set.window_marks = 0;
         // Linear-time build of a tree whose first `now` times are marked.
         set.tree.clear();
         set.tree.resize(size, 0);
@@ -240,7 +331,7 @@ mod tests {
             let mut r = ReuseDistances::default();
             if small_tree {
                 // Force many renumberings.
-                r.stack = StackDistances::with_initial_tree(1, 4);
+                r.stack = StackDistances::with_sizes(1, 4, 1);
             }
             let got: Vec<Option<u64>> = stream.iter().map(|&l| r.record(l)).collect();
             prop_assert_eq!(&got, &brute_force(&stream));
@@ -272,8 +363,9 @@ mod tests {
             stream in proptest::collection::vec(0u64..80, 0..500),
             sets in 1u64..9,
             initial in prop_oneof![Just(2usize), Just(16), Just(1 << 10)],
+            window_words in prop_oneof![Just(1usize), Just(2)],
         ) {
-            let mut s = StackDistances::with_initial_tree(sets, initial);
+            let mut s = StackDistances::with_sizes(sets, initial, window_words);
             let got: Vec<Option<u64>> = stream.iter().map(|&l| s.record(l)).collect();
             prop_assert_eq!(got, per_set_lists(&stream, sets));
         }

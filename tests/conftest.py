@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 
@@ -20,3 +21,19 @@ def run_cli():
         return proc
 
     return run
+
+
+def mixed_accesses(seed: int, n: int, lines: tuple[int, int, int], sizes: tuple[int, ...] = (8,),
+                   max_offset: int = 56) -> dict[str, np.ndarray]:
+    """Loads, stores and ifetches over a hot set, a warm set and a cyclic
+    sweep of ``lines`` lines each: reuses at several distances. Accesses of
+    ``sizes`` bytes start anywhere below ``max_offset`` in their line."""
+    rng = np.random.default_rng(seed)
+    hot = rng.integers(0, lines[0], n) * 64
+    warm = rng.integers(0, lines[1], n) * 64 + (1 << 20)
+    sweep = (np.arange(n) % lines[2]) * 64 + (1 << 24)
+    addr = np.choose(rng.integers(0, 3, n), [hot, warm, sweep]).astype(np.uint64) + rng.integers(
+        0, max_offset, n).astype(np.uint64)
+    kind = rng.choice([0, 1, 2], n, p=[0.6, 0.3, 0.1]).astype(np.uint8)
+    size = rng.choice(sizes, n).astype(np.uint16)
+    return {"addr": addr, "kind": kind, "size": size}

@@ -9,28 +9,21 @@ model. (The Rust proptests check the same against a brute-force LRU list.)
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import cachesched
 from cachesched import ConfigError, cli, missratio, trace
+from conftest import mixed_accesses
 
 
 @pytest.fixture(scope="module")
 def mixed_trace(tmp_path_factory):
     """Loads, stores and ifetches over a hot set, a warm set and a sweep,
     with accesses of 1 to 16 bytes at any offset (some span two lines)."""
-    rng = np.random.default_rng(5)
-    n = 30_000
-    hot = rng.integers(0, 64, n) * 64
-    warm = rng.integers(0, 1500, n) * 64 + (1 << 20)
-    sweep = (np.arange(n) % 700) * 64 + (1 << 24)
-    addr = np.choose(rng.integers(0, 3, n), [hot, warm, sweep]).astype(np.uint64) + rng.integers(0, 64, n).astype(
-        np.uint64)
-    kind = rng.choice([0, 1, 2], n, p=[0.6, 0.3, 0.1]).astype(np.uint8)
-    size = rng.choice([1, 4, 8, 16], n).astype(np.uint16)
+    cols = mixed_accesses(5, 30_000, (64, 1500, 700), sizes=(1, 4, 8, 16), max_offset=64)
+    addr, kind, size = cols["addr"], cols["kind"], cols["size"]
     path = tmp_path_factory.mktemp("mrc") / "mixed.cst"
-    trace.write(path, {"addr": addr, "kind": kind, "size": size})
+    trace.write(path, cols)
     spanning = int(((addr % 64 + size > 64) & (kind != 2)).sum())
     assert spanning > 500, "the trace must exercise accesses spanning two lines"
     return path

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from cachesched import cli, trace
+from conftest import mixed_accesses
 
 
 def lru_hits(lines: list[int], capacity: int) -> int:
@@ -27,18 +28,10 @@ def lru_hits(lines: list[int], capacity: int) -> int:
 
 @pytest.fixture
 def mixed_trace(tmp_path):
-    rng = np.random.default_rng(11)
-    n = 20_000
-    # A hot set, a larger warm set and a sweep: reuses at several distances.
-    hot = rng.integers(0, 100, n) * 64
-    warm = rng.integers(0, 3000, n) * 64 + (1 << 20)
-    sweep = (np.arange(n) % 5000) * 64 + (1 << 24)
-    addr = np.choose(rng.integers(0, 3, n), [hot, warm, sweep]).astype(np.uint64) + rng.integers(0, 56, n).astype(
-        np.uint64)
-    kind = rng.choice([0, 1, 2], n, p=[0.6, 0.3, 0.1]).astype(np.uint8)
+    cols = mixed_accesses(11, 20_000, (100, 3000, 5000))
     path = tmp_path / "mixed.cst"
-    trace.write(path, {"addr": addr, "kind": kind})
-    return path, addr, kind
+    trace.write(path, cols)
+    return path, cols["addr"], cols["kind"]
 
 
 def test_lru_hit_ratios_from_reuse_distances_equal_an_lru_cache(mixed_trace):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import OrderedDict
 
 import numpy as np
@@ -83,3 +85,11 @@ def test_cat_reads_across_chunks(mixed_trace):
     chunks = list(trace.iter_chunks(path, skip=100, chunk=4096))
     assert [len(c) for c in chunks][:4] == [4096] * 4
     assert np.array_equal(np.concatenate([c.addr.to_numpy() for c in chunks]), addr[100:])
+
+
+def test_output_into_a_closed_pipe_ends_quietly(mixed_trace):
+    # `cachesched trace cat x.cst | head -1`: no traceback, success.
+    path, _, _ = mixed_trace
+    proc = subprocess.run(f"{sys.executable} -m cachesched.cli trace cat {path} | head -1", shell=True,
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr

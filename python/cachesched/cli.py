@@ -141,12 +141,7 @@ def cmd_trace_cat(args: argparse.Namespace) -> int:
         lines = [f"{index + i:>12} {trace.KIND_NAMES[k]:<6} {a:#18x} {s:>4} {p:#18x} {n:>6}"
                  for i, (k, a, s, p, n) in enumerate(zip(frame["kind"], frame["addr"], frame["size"], frame["pc"],
                                                           frame["instrs"]))]
-        try:
-            print("\n".join(lines))
-        except BrokenPipeError:
-            # `cachesched trace cat x.cst | head`: the reader has seen enough.
-            sys.stdout = None
-            return 0
+        print("\n".join(lines))
         index += len(frame)
     return 0
 
@@ -690,6 +685,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `cachesched ... | head`: the reader has seen enough. Point stdout at
+        # /dev/null so that Python's exit flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -92,11 +92,6 @@ impl U64Map {
         self.len
     }
 
-    /// Every value, in no meaningful order (for rewriting values in place).
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut u64> {
-        self.keys.iter().zip(self.values.iter_mut()).filter(|(k, _)| **k != EMPTY).map(|(_, v)| v)
-    }
-
     /// True when no key was inserted.
     pub fn is_empty(&self) -> bool {
         self.len == 0

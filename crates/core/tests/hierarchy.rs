@@ -3,11 +3,12 @@
 //! exclusion, counter identities, TLBs, page walks and flushes.
 
 use cachesched_core::config::{self, ByteSize, PluginConfig};
-use cachesched_core::mem::cache::{CacheParams, Inclusion, Scope};
+use cachesched_core::mem::cache::{CacheParams, Inclusion, Scope, WritePolicy};
 use cachesched_core::mem::machine::{Machine, MachineParams};
 use cachesched_core::mem::page_table::FrameAllocation;
 use cachesched_core::mem::replacement::ReqKind;
 use cachesched_core::mem::tlb::{TlbLevelParams, TlbParams, WalkModel};
+use cachesched_core::stats::attribution::Attributed;
 use cachesched_core::stats::Level;
 use cachesched_core::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 use proptest::prelude::*;
@@ -517,6 +518,84 @@ proptest! {
             let a = Access { addr: VirtAddr(addr), pc: VirtAddr(0), instrs: 1, size, kind };
             let stall = m.access(CoreId(core % (2 * sockets)), TaskId(0), Asid(0), &a) as u64;
             prop_assert!(stall <= bound, "{} > {}", stall, bound);
+        }
+    }
+}
+
+proptest! {
+    /// The L1 shortcuts (runs of L1 hits over a batch, repeated references
+    /// to one line) count exactly what the general path counts. Attributing
+    /// the L1s and the L1 TLB turns the shortcuts off, so a machine that
+    /// attributes them, run one reference at a time, is the reference for
+    /// one that runs the same references in batches with the shortcuts on.
+    #[test]
+    fn l1_shortcuts_change_no_count(
+        // (task, kind, page, line in page, offset in line / 8, crosses a line)
+        refs in proptest::collection::vec(
+            (0u32..2, 0u8..3, prop_oneof![0u64..24, 0u64..3], prop_oneof![0u64..64, 0u64..3], 0u64..8, proptest::bool::weighted(0.05)),
+            1..600,
+        ),
+        batch in 1usize..40,
+        policy in prop_oneof![Just("lru"), Just("plru"), Just("fifo"), Just("random")],
+        l1i in any::<bool>(),
+        itlb in any::<bool>(),
+        write_through in any::<bool>(),
+    ) {
+        let mut params = with_tlb(WalkModel::Fixed);
+        params.l1d = CacheParams { replacement: PluginConfig::named(policy), ..level(2048, 4, 2) };
+        if write_through {
+            params.l1d.write_policy = WritePolicy::WriteThrough;
+        }
+        params.l1i = l1i.then(|| level(1024, 2, 1));
+        let tlb = params.tlb.as_mut().unwrap();
+        tlb.l1d.replacement = PluginConfig::named(policy);
+        tlb.l1i = itlb.then(|| TlbLevelParams { entries: 4, ways: 4, latency_cycles: 1, replacement: PluginConfig::named("lru") });
+        let mut reference = params.clone();
+        reference.attribution = vec![Attributed::L1d, Attributed::L1i, Attributed::TlbL1];
+        reference.attribution.retain(|a| l1i || *a != Attributed::L1i);
+        let mut fast = Machine::new(&params, 7, "machine").unwrap();
+        let mut slow = Machine::new(&reference, 7, "machine").unwrap();
+        for m in [&mut fast, &mut slow] {
+            m.add_tasks(2);
+        }
+        let accesses: Vec<(u32, Access)> = refs
+            .iter()
+            .map(|&(task, kind, page, line, offset, crosses)| {
+                let kind = [AccessKind::Load, AccessKind::Store, AccessKind::Ifetch][kind as usize];
+                let mut a = access(kind, (page << 12) + line * 64 + offset * 8);
+                if crosses {
+                    a.size = 64;
+                }
+                (task, a)
+            })
+            .collect();
+        // Batches of one task's consecutive references, at most `batch` long.
+        let mut stall = 0;
+        for run in accesses.chunk_by(|a, b| a.0 == b.0) {
+            let task = run[0].0;
+            let refs: Vec<Access> = run.iter().map(|&(_, a)| a).collect();
+            for chunk in refs.chunks(batch) {
+                stall += fast.access_batch(CoreId(0), TaskId(task), Asid(task), chunk);
+            }
+        }
+        let slow_stall: u64 = accesses
+            .iter()
+            .map(|&(task, a)| slow.access(CoreId(0), TaskId(task), Asid(task), &a) as u64)
+            .sum();
+        prop_assert_eq!(stall, slow_stall, "stall cycles");
+        for (f, s) in fast.caches().iter().zip(slow.caches()) {
+            prop_assert_eq!(&f.stats, &s.stats, "{}", f.path);
+        }
+        for (f, s) in fast.tlbs().iter().zip(slow.tlbs()) {
+            prop_assert_eq!(&f.stats, &s.stats, "{}", f.path);
+        }
+        for (f, s) in fast.tasks.iter().zip(&slow.tasks) {
+            prop_assert_eq!(f.accesses, s.accesses);
+            prop_assert_eq!(f.tlb.l1_hits, s.tlb.l1_hits);
+            prop_assert_eq!(f.tlb.walks, s.tlb.walks);
+            for (fl, sl) in f.levels.iter().zip(&s.levels) {
+                prop_assert_eq!((fl.hits, fl.misses), (sl.hits, sl.misses));
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::types::{LineAddr, TaskId, VirtAddr};
 use crate::util::hash::SeenSet;
 
 pub use super::tags::Slot;
-use super::tags::{SetIndex, TagArray, INVALID};
+use super::tags::{Lookup, SetIndex, TagArray, INVALID};
 
 /// How a level relates to the levels above it (closer to the core).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -250,6 +250,60 @@ pub struct Req {
     pub task: TaskId,
 }
 
+/// What a demand hit changes: the dirty bit, the replacement state and the
+/// last-hit hint. One body for [`Cache::touch_hit`] and [`HitRun`].
+struct HitState<'a> {
+    meta: &'a mut [Meta],
+    policy: &'a mut Policy,
+    last: &'a mut Slot,
+    /// Ways per set (a slot's flat index is `set * ways + way`).
+    ways: usize,
+    store_dirties: bool,
+    store_keeps_order: bool,
+}
+
+impl HitState<'_> {
+    #[inline(always)]
+    fn touch_hit(&mut self, slot: Slot, req: &Req) {
+        debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
+        let i = slot.set * self.ways + slot.way;
+        // Branch-free on the kind: loads and stores come in no predictable order.
+        let store = req.kind == ReqKind::Store;
+        self.meta[i].mark_dirty(store & self.store_dirties);
+        if store && self.store_keeps_order {
+            return;
+        }
+        *self.last = slot;
+        self.policy.on_hit(&Cache::touch(slot, req));
+    }
+}
+
+/// A cache's demand-hit path for the machine's run of L1 hits
+/// ([`Cache::hit_run`]): lookups and hits as [`Cache::find`] and
+/// [`Cache::touch_hit`] make them; the caller counts the hits.
+pub struct HitRun<'a> {
+    lookup: Lookup<'a>,
+    state: HitState<'a>,
+    /// Whether stores are kept here (a write-through store is not a plain hit).
+    pub write_back: bool,
+    /// Cycles of a hit.
+    pub latency_cycles: u32,
+}
+
+impl HitRun<'_> {
+    /// The slot holding `line`, if present.
+    #[inline(always)]
+    pub fn find(&self, line: LineAddr) -> Option<Slot> {
+        self.lookup.find(line.0)
+    }
+
+    /// A demand hit on `slot`, as [`Cache::touch_hit`].
+    #[inline(always)]
+    pub fn touch_hit(&mut self, slot: Slot, req: &Req) {
+        self.state.touch_hit(slot, req);
+    }
+}
+
 /// One set-associative cache.
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -370,16 +424,30 @@ impl Cache {
     /// bulk ([`Cache::count_hits`]).
     #[inline(always)]
     pub fn touch_hit(&mut self, slot: Slot, req: &Req) {
-        debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
-        let i = self.at(slot);
-        // Branch-free on the kind: loads and stores come in no predictable order.
-        let store = req.kind == ReqKind::Store;
-        self.meta[i].mark_dirty(store & self.receives_stores & self.write_back);
-        if !self.store_hit_updates && store && self.receives_stores {
-            return;
-        }
-        self.last = slot;
-        self.policy.on_hit(&Self::touch(slot, req));
+        self.split().1.touch_hit(slot, req);
+    }
+
+    /// The tags, and apart from them what a demand hit changes.
+    #[inline(always)]
+    fn split(&mut self) -> (&TagArray, HitState<'_>) {
+        let state = HitState {
+            meta: &mut self.meta,
+            policy: &mut self.policy,
+            last: &mut self.last,
+            ways: self.tags.ways(),
+            store_dirties: self.receives_stores & self.write_back,
+            store_keeps_order: !self.store_hit_updates && self.receives_stores,
+        };
+        (&self.tags, state)
+    }
+
+    /// The demand-hit path for a run of lookups with the geometry in
+    /// registers ([`TagArray::lookup`]), if the geometry allows it.
+    #[inline]
+    pub fn hit_run(&mut self) -> Option<HitRun<'_>> {
+        let (write_back, latency_cycles) = (self.write_back, self.latency_cycles);
+        let (tags, state) = self.split();
+        Some(HitRun { lookup: tags.lookup()?, state, write_back, latency_cycles })
     }
 
     /// Record a write-back from the level above hitting `slot`: the line

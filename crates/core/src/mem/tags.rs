@@ -239,6 +239,70 @@ impl TagArray {
     }
 }
 
+/// A [`TagArray`]'s search with its geometry copied into locals, for a loop
+/// that looks many keys up in a row (the machine's L1 hit run): the compiler
+/// keeps the geometry in registers instead of reloading it from the array
+/// after every store the loop makes elsewhere. Only for power-of-two sets of
+/// at most 64 ways, where the set is a mask of the key.
+#[derive(Clone, Copy)]
+pub struct Lookup<'a> {
+    /// Fingerprints from set 0's first.
+    prints: &'a [u32],
+    tags: &'a [u64],
+    set_mask: u64,
+    stride: usize,
+    ways: usize,
+    way_mask: u64,
+    /// Set-index bits when fingerprints are exact (`u32::MAX`: hashed).
+    exact_shift: u32,
+}
+
+impl<'a> Lookup<'a> {
+    /// The slot holding `key`, whose set is `key & (sets - 1)`.
+    #[inline(always)]
+    pub fn find(&self, key: u64) -> Option<Slot> {
+        let set = (key & self.set_mask) as usize;
+        let base = set * self.stride;
+        let print = if self.exact_shift != u32::MAX {
+            (key >> self.exact_shift) as u32
+        } else {
+            (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+        };
+        // SAFETY: `set_mask` is `sets - 1` and `prints` holds `sets * stride`
+        // fingerprints from set 0's (see `TagArray::lookup`), so the set's
+        // `stride` fingerprints are in bounds.
+        let mut candidates =
+            unsafe { match_prints(self.prints.as_ptr().add(base), self.stride, print) } & self.way_mask;
+        if self.exact_shift != u32::MAX {
+            return (candidates != 0).then(|| Slot { set, way: candidates.trailing_zeros() as usize });
+        }
+        while candidates != 0 {
+            let way = candidates.trailing_zeros() as usize;
+            if self.tags[set * self.ways + way] == key {
+                return Some(Slot { set, way });
+            }
+            candidates &= candidates - 1;
+        }
+        None
+    }
+}
+
+impl TagArray {
+    /// The array's search for a run of lookups, if its geometry allows one
+    /// (power-of-two sets, at most 64 ways).
+    pub fn lookup(&self) -> Option<Lookup<'_>> {
+        (self.sets.is_power_of_two() && self.stride <= 64).then(|| Lookup {
+            prints: &self.prints[self.origin..],
+            tags: &self.tags,
+            set_mask: self.sets as u64 - 1,
+            stride: self.stride,
+            ways: self.ways,
+            way_mask: self.way_mask,
+            exact_shift: self.exact.unwrap_or(u32::MAX),
+        })
+    }
+}
+
 /// Bit `w` set for every `w < stride` with `prints[w] == p`.
 ///
 /// # Safety

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::replacement::{self, Policy, Replacement, ReqKind, Touch, VictimQuery};
-use super::tags::{SetIndex, Slot, TagArray, INVALID};
+use super::tags::{Lookup, SetIndex, Slot, TagArray, INVALID};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
 use crate::types::{Asid, TaskId, VirtAddr};
@@ -147,6 +147,54 @@ pub fn asid_of(key: u64) -> Asid {
     Asid((key >> VPN_BITS) as u32)
 }
 
+/// What a TLB hit reads and changes. One body for [`Tlb::touch`] and [`HitRun`].
+struct HitState<'a> {
+    frames: &'a [u64],
+    policy: &'a mut Policy,
+    last: &'a mut Slot,
+    ways: usize,
+}
+
+impl HitState<'_> {
+    #[inline(always)]
+    fn touch(&mut self, slot: Slot) -> u64 {
+        *self.last = slot;
+        self.policy.on_hit(&Tlb::touched(slot));
+        self.frames[slot.set * self.ways + slot.way]
+    }
+}
+
+/// A TLB's hit path for the machine's run of L1 hits ([`Tlb::hit_run`]):
+/// lookups and hits as [`Tlb::find`] and [`Tlb::touch`] make them; the
+/// caller counts the hits.
+pub struct HitRun<'a> {
+    lookup: Lookup<'a>,
+    state: HitState<'a>,
+    /// Cycles of a hit.
+    pub latency_cycles: u32,
+}
+
+impl HitRun<'_> {
+    /// The slot holding `key`, if present.
+    #[inline(always)]
+    pub fn find(&self, key: u64) -> Option<Slot> {
+        // Indexed by the page number, as `Tlb::set_of`: the asid bits lie above the set mask.
+        self.lookup.find(key)
+    }
+
+    /// The frame in `slot`, changing nothing.
+    #[inline(always)]
+    pub fn frame_of(&self, slot: Slot) -> u64 {
+        self.state.frames[slot.set * self.state.ways + slot.way]
+    }
+
+    /// A hit on `slot`, as [`Tlb::touch`]; returns the frame.
+    #[inline(always)]
+    pub fn touch(&mut self, slot: Slot) -> u64 {
+        self.state.touch(slot)
+    }
+}
+
 /// One TLB array. Entries map a key (asid, virtual page) to a physical frame.
 #[derive(Debug, Clone)]
 pub struct Tlb {
@@ -237,10 +285,24 @@ impl Tlb {
     /// [`Tlb::hit`] without the counter, for callers that count hits in bulk.
     #[inline(always)]
     pub fn touch(&mut self, slot: Slot) -> u64 {
-        let i = self.tags.index(slot);
-        self.last = slot;
-        self.policy.on_hit(&Self::touched(slot));
-        self.frames[i]
+        self.split().1.touch(slot)
+    }
+
+    /// The tags, and apart from them what a hit reads and changes.
+    #[inline(always)]
+    fn split(&mut self) -> (&TagArray, HitState<'_>) {
+        let state =
+            HitState { frames: &self.frames, policy: &mut self.policy, last: &mut self.last, ways: self.tags.ways() };
+        (&self.tags, state)
+    }
+
+    /// The hit path for a run of lookups with the geometry in registers
+    /// ([`TagArray::lookup`]), if the geometry allows it.
+    #[inline]
+    pub fn hit_run(&mut self) -> Option<HitRun<'_>> {
+        let latency_cycles = self.latency_cycles;
+        let (tags, state) = self.split();
+        Some(HitRun { lookup: tags.lookup()?, state, latency_cycles })
     }
 
     /// Whether `key` is the entry hit or filled last and hitting it again

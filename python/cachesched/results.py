@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 KINDS = ("load", "store", "ifetch")
-REQ_KINDS = ("load", "store", "ifetch", "writeback", "walk")
+REQ_KINDS = ("load", "store", "ifetch", "writeback", "walk", "prefetch")
 LEVELS = ("l1i", "l1d", "l2", "llc")
 
 
@@ -183,7 +183,10 @@ class Results:
     @property
     def caches(self) -> pd.DataFrame:
         """One row per cache instance: hits, misses and compulsory misses by
-        request kind, fills, evictions, write-backs, back-invalidations."""
+        request kind, fills, evictions, write-backs, back-invalidations, and
+        for a cache with a prefetcher the prefetched lines used and unused
+        (``prefetch_misses`` are the prefetches it issued, ``prefetch_hits``
+        the proposals it dropped because the line was there)."""
         rows = []
         for c in self._data["caches"]:
             row = {"path": c["path"], "level": c["level"]}
@@ -191,7 +194,8 @@ class Results:
                 row[f"{kind}_hits"] = c["hits"][i]
                 row[f"{kind}_misses"] = c["misses"][i]
                 row[f"{kind}_compulsory"] = c["compulsory"][i]
-            for key in ("fills", "evictions", "dirty_evictions", "back_invalidations", "bypasses", "flushed"):
+            for key in ("fills", "evictions", "dirty_evictions", "back_invalidations", "bypasses", "flushed",
+                        "prefetch_useful", "prefetch_unused"):
                 row[key] = c[key]
             rows.append(row)
         return pd.DataFrame(rows)

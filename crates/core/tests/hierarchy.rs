@@ -130,7 +130,7 @@ fn stats(m: &Machine, level: usize) -> &cachesched_core::mem::cache::CacheStats 
     &m.caches()[m.cache_index(LEVEL_PATHS[level]).unwrap()].stats
 }
 
-fn demand(counts: [u64; 5]) -> u64 {
+fn demand(counts: [u64; ReqKind::COUNT]) -> u64 {
     counts[0] + counts[1] + counts[2]
 }
 
@@ -597,5 +597,97 @@ proptest! {
                 prop_assert_eq!((fl.hits, fl.misses), (sl.hits, sl.misses));
             }
         }
+    }
+}
+
+/// `flat(3)` with a prefetcher on the L2; one reference per line, each new
+/// to the 8-line L1, so the L2 sees every line.
+fn prefetching(kind: &str, params: serde_json::Value, lines: &[u64], pc: u64) -> Machine {
+    let mut params_ = flat(3);
+    params_.l2.as_mut().unwrap().size_bytes = ByteSize(64 << 10);
+    params_.llc.as_mut().unwrap().size_bytes = ByteSize(256 << 10);
+    params_.l2.as_mut().unwrap().prefetcher = Some(PluginConfig { kind: kind.into(), params });
+    let mut m = Machine::new(&params_, 1, "machine").unwrap();
+    m.add_tasks(1);
+    for &line in lines {
+        let a = Access { pc: VirtAddr(pc), ..access(AccessKind::Load, line * 64) };
+        m.access(CoreId(0), TaskId(0), Asid(0), &a);
+    }
+    m
+}
+
+#[test]
+fn next_line_prefetching_halves_the_misses_of_a_scan() {
+    // Misses on even lines fetch the odd ones; one 4 KiB page of 64 lines.
+    let m = prefetching("next_line", serde_json::json!({}), &(0..64).collect::<Vec<_>>(), 0x400);
+    let l2 = stats(&m, 1);
+    assert_eq!((demand(l2.misses), demand(l2.hits)), (32, 32));
+    assert_eq!(l2.misses[ReqKind::Prefetch as usize], 32, "prefetches issued");
+    assert_eq!((l2.prefetch_useful, l2.prefetch_unused), (32, 0));
+    // The prefetches go down as requests of their own, not charged to the task.
+    assert_eq!(stats(&m, 2).misses[ReqKind::Prefetch as usize], 32);
+    assert_eq!(m.tasks[0].levels[Level::L2 as usize].misses[0], 32);
+    assert_eq!(m.tasks[0].levels[Level::Llc as usize].misses[0], 32);
+}
+
+#[test]
+fn stream_prefetching_leaves_three_training_misses_per_page() {
+    // Lines 0, 1, 2 train the stream; it then runs ahead to the page's end,
+    // and the next page trains a new stream.
+    let m = prefetching("stream", serde_json::json!({}), &(0..256).collect::<Vec<_>>(), 0x400);
+    let l2 = stats(&m, 1);
+    assert_eq!(demand(l2.misses), 3 * 4);
+    assert_eq!((l2.prefetch_useful, l2.prefetch_unused), (61 * 4, 0));
+    assert_eq!(l2.hits[ReqKind::Prefetch as usize], 0, "the frontier never proposes a line twice");
+}
+
+#[test]
+fn stride_prefetching_follows_a_pc_after_two_strides() {
+    // Every other line from one pc: steady from the third reference on.
+    let lines: Vec<u64> = (0..20).map(|i| 2 * i).collect();
+    let m = prefetching("stride", serde_json::json!({"degree": 1}), &lines, 0x400);
+    let l2 = stats(&m, 1);
+    assert_eq!(demand(l2.misses), 3);
+    assert_eq!(l2.prefetch_useful, 17);
+    // 18 fetched: 17 used, and line 40 is still there, neither used nor gone.
+    assert_eq!(l2.misses[ReqKind::Prefetch as usize], 18);
+    assert_eq!(l2.prefetch_unused, 0);
+    // Without a pc there is nothing to learn from.
+    let m = prefetching("stride", serde_json::json!({}), &lines, 0);
+    assert_eq!(demand(stats(&m, 1).misses), 20);
+}
+
+#[test]
+fn unknown_prefetchers_and_bad_params_name_their_key() {
+    let mut params = flat(2);
+    params.l2.as_mut().unwrap().prefetcher = Some(PluginConfig::named("markov"));
+    let err = Machine::new(&params, 1, "machine").unwrap_err().to_string();
+    assert!(err.contains("machine.l2.prefetcher.kind") && err.contains("next_line, stream, stride"), "{err}");
+    params.l2.as_mut().unwrap().prefetcher =
+        Some(PluginConfig { kind: "stream".into(), params: serde_json::json!({"degree": 0}) });
+    let err = Machine::new(&params, 1, "machine").unwrap_err().to_string();
+    assert!(err.contains("machine.l2.prefetcher.params.degree"), "{err}");
+}
+
+proptest! {
+    /// Every prefetched line is used or leaves unused: once the caches are
+    /// flushed, used + unused = fetched, whatever the prefetcher and stream.
+    #[test]
+    fn prefetched_lines_are_used_or_leave_unused(
+        kind in prop_oneof![Just("next_line"), Just("stream"), Just("stride")],
+        refs in proptest::collection::vec((0u64..4, prop_oneof![0u64..2048, 0u64..64]), 1..800),
+    ) {
+        let mut params = flat(3);
+        params.l2.as_mut().unwrap().prefetcher = Some(PluginConfig::named(kind));
+        let mut m = Machine::new(&params, 1, "machine").unwrap();
+        m.add_tasks(1);
+        for &(pc, line) in &refs {
+            let a = Access { pc: VirtAddr(0x400 + pc), ..access(AccessKind::Load, line * 64) };
+            m.access(CoreId(0), TaskId(0), Asid(0), &a);
+        }
+        m.flush_core(CoreId(0), Scope::All, true);
+        let l2 = stats(&m, 1);
+        prop_assert_eq!(l2.prefetch_useful + l2.prefetch_unused, l2.misses[ReqKind::Prefetch as usize]);
+        prop_assert_eq!(demand(l2.hits) + demand(l2.misses), stats(&m, 0).misses[0]);
     }
 }

@@ -72,6 +72,10 @@ pub struct CacheParams {
     /// `false` reproduces pycachesim, which leaves a line's recency unchanged
     /// on a store hit.
     pub store_hit_updates_replacement: bool,
+    /// Hardware prefetcher filling this cache, `{ kind = "stream" }` (see
+    /// `mem::prefetch`); none by default.
+    #[serde(deserialize_with = "crate::config::optional")]
+    pub prefetcher: Option<PluginConfig>,
 }
 
 impl Default for CacheParams {
@@ -87,6 +91,7 @@ impl Default for CacheParams {
             write_allocate: true,
             inclusion: Inclusion::NonInclusive,
             store_hit_updates_replacement: true,
+            prefetcher: None,
         }
     }
 }
@@ -141,6 +146,9 @@ impl CacheParams {
         {
             self.replacement = policy;
         }
+        if let Some(raw) = &self.prefetcher {
+            self.prefetcher = super::prefetch::check(raw, &at("prefetcher"), issues).or(self.prefetcher.take());
+        }
     }
 }
 
@@ -169,6 +177,10 @@ pub struct CacheStats {
     pub bypasses: u64,
     /// Lines removed by flushes and invalidations.
     pub flushed: u64,
+    /// Prefetched lines a demand reference then used.
+    pub prefetch_useful: u64,
+    /// Prefetched lines that left before any demand reference used them.
+    pub prefetch_unused: u64,
 }
 
 /// A line that left the cache.
@@ -202,21 +214,23 @@ pub enum Scope {
     Line(LineAddr),
 }
 
-/// A line's owner task and dirty bit in one word, so that a fill or an
+/// A line's owner task, dirty bit and prefetched bit (brought by a
+/// prefetcher and not used since) in one word, so that a fill or an
 /// eviction touches one host cache line of per-line state, not two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Meta(u32);
 
 impl Meta {
     const DIRTY: u32 = 1 << 31;
+    const PREFETCHED: u32 = 1 << 30;
     /// The owner bits of [`TaskId::NONE`].
-    const NO_OWNER: u32 = Meta::DIRTY - 1;
+    const NO_OWNER: u32 = Meta::PREFETCHED - 1;
     /// An empty way.
     const EMPTY: Meta = Meta(Meta::NO_OWNER);
 
     #[inline]
     fn new(owner: TaskId, dirty: bool) -> Meta {
-        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 31 bits");
+        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 30 bits");
         Meta((owner.0 & Meta::NO_OWNER) | (dirty as u32) << 31)
     }
 
@@ -236,6 +250,11 @@ impl Meta {
     #[inline]
     fn mark_dirty(&mut self, dirty: bool) {
         self.0 |= (dirty as u32) << 31;
+    }
+
+    #[inline]
+    fn prefetched(self) -> bool {
+        self.0 & Meta::PREFETCHED != 0
     }
 }
 
@@ -459,6 +478,25 @@ impl Cache {
         self.meta[i].mark_dirty(self.write_back);
     }
 
+    /// `line` (present) was just brought by a prefetcher.
+    pub fn mark_prefetched(&mut self, line: LineAddr) {
+        if let Some(slot) = self.find(line) {
+            let i = self.at(slot);
+            self.meta[i].0 |= Meta::PREFETCHED;
+        }
+    }
+
+    /// A demand reference hit `slot`: if a prefetcher brought the line and
+    /// nothing used it yet, count the prefetch useful.
+    #[inline]
+    pub fn use_prefetched(&mut self, slot: Slot) {
+        let i = self.at(slot);
+        if self.meta[i].prefetched() {
+            self.meta[i].0 &= !Meta::PREFETCHED;
+            self.stats.prefetch_useful += 1;
+        }
+    }
+
     /// Count `n` hits of `kind` made by [`Cache::touch_hit`] or [`Cache::rehit`].
     #[inline]
     pub fn count_hits(&mut self, kind: ReqKind, n: u64) {
@@ -535,6 +573,7 @@ impl Cache {
                 let ev = self.evicted_at(slot, i);
                 self.disown(ev.owner);
                 self.stats.evictions += 1;
+                self.stats.prefetch_unused += self.meta[i].prefetched() as u64;
                 self.stats.dirty_evictions += ev.dirty as u64;
                 (slot, Some(ev))
             }
@@ -596,6 +635,7 @@ impl Cache {
         let i = self.at(slot);
         let ev = self.evicted_at(slot, i);
         self.disown(ev.owner);
+        self.stats.prefetch_unused += self.meta[i].prefetched() as u64;
         self.tags.set(slot, INVALID);
         self.meta[i] = Meta::EMPTY;
         if self.locked[i] {

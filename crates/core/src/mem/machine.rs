@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cache::{Cache, CacheParams, Evicted, Filled, Inclusion, Req, Scope};
 use super::page_table::{FrameAllocation, PageTable, Placement};
+use super::prefetch::{self, Observed, Prefetch, Prefetcher, Proposals};
 use super::replacement::ReqKind;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
 use crate::config::ByteSize;
@@ -353,8 +354,11 @@ pub struct Machine {
     /// Per-task isolated shadows, when levels are attributed.
     attribution: Option<Box<Attribution>>,
     /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
-    /// the L1 TLB is attributed, since they bypass the shadows.
+    /// the L1 TLB is attributed, nor when an L1 has a prefetcher, since
+    /// they bypass the shadows and the prefetchers.
     shortcuts: bool,
+    /// Per cache, its hardware prefetcher.
+    prefetchers: Vec<Option<Prefetcher>>,
 }
 
 impl Machine {
@@ -366,13 +370,20 @@ impl Machine {
         issues.finish()?;
         let params = &params;
         let line_bits = Self::line_bits(params);
+        let page_shift = params.memory.page_bytes.0.trailing_zeros();
+        let page_lines_shift = page_shift - params.l1d.line_bytes.trailing_zeros();
         let mut caches = Vec::new();
         let mut cache_level = Vec::new();
+        let mut prefetchers = Vec::new();
         let mut add = |p: &CacheParams, level: Level, path: String| -> Result<usize> {
-            let mut c = Cache::new(p, line_bits, seed, &path, &format!("{loc}.{}", level.name()))?;
+            let loc = format!("{loc}.{}", level.name());
+            let mut c = Cache::new(p, line_bits, seed, &path, &loc)?;
             c.receives_stores = matches!(level, Level::L1i | Level::L1d);
             caches.push(c);
             cache_level.push(level);
+            let prefetcher =
+                p.prefetcher.as_ref().map(|raw| prefetch::build(raw, page_lines_shift, &format!("{loc}.prefetcher")));
+            prefetchers.push(prefetcher.transpose()?);
             Ok(caches.len() - 1)
         };
         let mut tlbs = Vec::new();
@@ -422,7 +433,6 @@ impl Machine {
         for (c, above) in inclusive_uppers {
             uppers[c] = above;
         }
-        let page_shift = params.memory.page_bytes.0.trailing_zeros();
         let frames_per_node = params.memory.node_bytes.0 >> page_shift;
         let t = params.tlb.clone().unwrap_or_default();
         let memos = vec![[Memo::default(); 2]; cores.len()];
@@ -458,7 +468,10 @@ impl Machine {
             shortcuts: !params
                 .attribution
                 .iter()
-                .any(|a| matches!(a, Attributed::L1i | Attributed::L1d | Attributed::TlbL1)),
+                .any(|a| matches!(a, Attributed::L1i | Attributed::L1d | Attributed::TlbL1))
+                && params.l1d.prefetcher.is_none()
+                && params.l1i.as_ref().is_none_or(|p| p.prefetcher.is_none()),
+            prefetchers,
             attribution: Self::attribution(params, line_bits, seed)?,
         })
     }
@@ -982,6 +995,10 @@ impl Machine {
         self.caches[c].hit(slot, req);
         if req.kind.is_demand() {
             self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
+            if self.prefetchers[c].is_some() {
+                self.caches[c].use_prefetched(slot);
+                self.prefetch(path, i, line, req, true, node);
+            }
         }
         let leaves = i > 0 && self.caches[c].inclusion == Inclusion::Exclusive;
         if let Some(a) = &mut self.attribution {
@@ -1034,7 +1051,30 @@ impl Machine {
             Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task, false, req.task),
             Filled::Bypassed => {}
         }
+        if req.kind.is_demand() && self.prefetchers[c].is_some() {
+            self.prefetch(path, i, line, req, false, node);
+        }
         (served, false)
+    }
+
+    /// Show a demand reference to `line` at level `i` of `path` to the
+    /// level's prefetcher, and fetch what it proposes that is not already
+    /// there, through the levels below, as prefetch requests (no cycles).
+    #[inline(never)]
+    fn prefetch(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, hit: bool, node: u32) {
+        let c = path.at(i);
+        let Some(prefetcher) = self.prefetchers[c].as_mut() else { return };
+        let mut proposals = Proposals::new(line, self.page_shift - self.line_shift);
+        prefetcher.observe(&Observed { line, pc: req.pc, hit }, &mut proposals);
+        let fetch = Req { kind: ReqKind::Prefetch, pc: req.pc, task: req.task };
+        for &proposed in proposals.lines() {
+            if self.caches[c].contains(proposed) {
+                self.caches[c].count_hits(ReqKind::Prefetch, 1);
+            } else {
+                self.miss_at(path, i, proposed, &fetch, node);
+                self.caches[c].mark_prefetched(proposed);
+            }
+        }
     }
 
     fn memory_read(&mut self, line: LineAddr, req: &Req, node: u32) {

@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod machine;
 pub mod page_table;
+pub mod prefetch;
 pub mod replacement;
 pub mod tags;
 pub mod tlb;

@@ -33,11 +33,14 @@ pub enum ReqKind {
     Writeback = 3,
     /// A page-table entry read by the page walker.
     Walk = 4,
+    /// A line fetched by a hardware prefetcher (see `mem::prefetch`): at
+    /// the prefetching cache a hit is a dropped proposal and a miss a fetch.
+    Prefetch = 5,
 }
 
 impl ReqKind {
     /// Number of request kinds (size of per-kind counter arrays).
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 6;
 
     /// Lower-case name used in stats keys.
     pub fn name(self) -> &'static str {
@@ -47,6 +50,7 @@ impl ReqKind {
             ReqKind::Ifetch => "ifetch",
             ReqKind::Writeback => "writeback",
             ReqKind::Walk => "walk",
+            ReqKind::Prefetch => "prefetch",
         }
     }
 

@@ -79,7 +79,7 @@ mod tests {
         // unbounded stamps must pick the same victims throughout.
         let (sets, ways) = (4, 4);
         let mut lru = Lru { stamps: Stamps::new(sets, ways) };
-        lru.stamps.set_clock(u32::MAX - 100);
+        lru.stamps.set_clocks(u32::MAX - 100, u32::MAX / 2);
         let mut reference = vec![0u64; sets * ways];
         let mut rng = crate::util::rng::Rng::from_seed(7);
         for tick in 1..=1000u64 {

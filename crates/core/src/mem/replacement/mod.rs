@@ -10,14 +10,33 @@
 //!
 //! Dispatch is a `match` over an enum of the registered policies, not a trait
 //! object: the hooks sit on the hot path and the compiler inlines them.
+//!
+//! Pieces several policies share live beside them: [`Stamps`] (recency
+//! order, for LRU and FIFO) and [`Bimodal`] (the seeded rare-event coin of
+//! BIP and BRRIP) here, the LRU-stack insertion policies in [`recency`],
+//! RRPVs and the RRIP policies in [`rrip`], set dueling in [`dueling`].
+//! docs/replacement.md describes every policy.
 
+pub mod bip;
+pub mod brrip;
+pub mod dip;
+pub mod drrip;
+pub mod dueling;
 pub mod fifo;
+pub mod lip;
 pub mod lru;
 pub mod plru;
 pub mod random;
+pub mod recency;
+#[cfg(test)]
+mod reference;
+pub mod rrip;
+pub mod ship;
+pub mod srrip;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::types::{TaskId, VirtAddr};
+use crate::util::rng::Rng;
 
 /// Why a cache was accessed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,7 +132,10 @@ impl VictimQuery<'_> {
 /// Geometry and identity handed to a policy's constructor.
 #[derive(Debug, Clone)]
 pub struct ReplCtx {
-    /// Number of sets.
+    /// Number of sets; 0 when only the params are being checked (config
+    /// validation, before the geometry's sets are known to the policy), in
+    /// which case checks against the number of sets are left to the real
+    /// construction and nothing per set is allocated.
     pub sets: usize,
     /// Ways per set.
     pub ways: usize,
@@ -123,6 +145,22 @@ pub struct ReplCtx {
     pub component: String,
     /// Config key path of the policy selection, for errors.
     pub loc: String,
+}
+
+impl ReplCtx {
+    /// A config error about the param `field` of this policy selection.
+    pub fn param_error(&self, field: &str, code: &'static str, message: impl Into<String>) -> Error {
+        Error::config(format!("{}.params.{field}", self.loc), code, message)
+    }
+
+    /// Require `lo <= value <= hi` of the integer param `field`.
+    pub fn check_range(&self, field: &str, value: u32, lo: u32, hi: u32) -> Result<()> {
+        if (lo..=hi).contains(&value) {
+            Ok(())
+        } else {
+            Err(self.param_error(field, "out_of_range", format!("expected {lo} to {hi}, got {value}")))
+        }
+    }
 }
 
 /// The contract between a cache and its replacement policy.
@@ -219,6 +257,13 @@ policies! {
     "fifo" => Fifo(fifo::Fifo, fifo::FifoParams),
     "random" => Random(random::Random, random::RandomParams),
     "plru" => Plru(plru::Plru, plru::PlruParams),
+    "lip" => Lip(lip::Lip, lip::LipParams),
+    "bip" => Bip(bip::Bip, bip::BipParams),
+    "dip" => Dip(dip::Dip, dip::DipParams),
+    "srrip" => Srrip(srrip::Srrip, srrip::SrripParams),
+    "brrip" => Brrip(brrip::Brrip, brrip::BrripParams),
+    "drrip" => Drrip(drrip::Drrip, drrip::DrripParams),
+    "ship" => Ship(ship::Ship, ship::ShipParams),
 }
 
 /// Check a policy selection at `loc` against the geometry it will run on
@@ -231,9 +276,10 @@ pub fn check(
     issues: &mut crate::error::Issues,
 ) -> Option<crate::config::PluginConfig> {
     let config = issues.absorb(ReplacementConfig::parse(raw, loc))?;
-    // One set is enough to run the policy's own checks, which depend on the
-    // associativity only, without allocating the state of a large cache.
-    let ctx = ReplCtx { sets: 1, ways, seed: 0, component: String::new(), loc: loc.to_string() };
+    // No sets: run the policy's own checks of its params and the
+    // associativity without allocating the state of a large cache. Checks
+    // against the number of sets (leader sets) run when the cache is built.
+    let ctx = ReplCtx { sets: 0, ways, seed: 0, component: String::new(), loc: loc.to_string() };
     issues.absorb(config.build(&ctx))?;
     Some(config.to_raw())
 }
@@ -254,23 +300,31 @@ pub fn build(
 
 /// Per-line 32-bit stamps from a per-cache clock, for policies that order a
 /// set's lines by time (last use, fill). 32 bits keep a 16-way set's stamps
-/// in one host cache line; when the clock runs out (after 4G stamps) every
-/// set's stamps are renumbered by rank, which keeps each set's order, the
-/// only thing victims depend on.
+/// in one host cache line. Stamps count up from the middle of the range for
+/// lines placed at the most recent end of their set ([`Stamps::stamp`]) and
+/// down from it for lines placed at the oldest end ([`Stamps::stamp_oldest`],
+/// LIP's insertion at the LRU position). When either clock runs out (after
+/// 2G stamps) every set's stamps are renumbered by rank around the middle,
+/// which keeps each set's order, the only thing victims depend on.
 #[derive(Debug, Clone)]
 pub(crate) struct Stamps {
     stamps: Vec<u32>,
     ways: usize,
+    /// The next newest stamp.
     clock: u32,
+    /// The next oldest stamp.
+    low: u32,
 }
 
 impl Stamps {
+    const MID: u32 = 1 << 31;
+
     /// Zeroed stamps for `sets x ways` lines.
     pub(crate) fn new(sets: usize, ways: usize) -> Stamps {
-        Stamps { stamps: vec![0; sets * ways], ways, clock: 1 }
+        Stamps { stamps: vec![0; sets * ways], ways, clock: Stamps::MID, low: Stamps::MID - 1 }
     }
 
-    /// Stamp the line in `set`, `way` with the next tick.
+    /// Stamp the line in `set`, `way` newer than every other line.
     #[inline(always)]
     pub(crate) fn stamp(&mut self, set: usize, way: usize) {
         if self.clock == u32::MAX {
@@ -278,6 +332,16 @@ impl Stamps {
         }
         self.stamps[set * self.ways + way] = self.clock;
         self.clock += 1;
+    }
+
+    /// Stamp the line in `set`, `way` older than every other line.
+    #[inline(always)]
+    pub(crate) fn stamp_oldest(&mut self, set: usize, way: usize) {
+        if self.low == 0 {
+            self.renumber();
+        }
+        self.stamps[set * self.ways + way] = self.low;
+        self.low -= 1;
     }
 
     /// The evictable way of `q.set` with the oldest stamp (ties to the lowest way).
@@ -305,22 +369,55 @@ impl Stamps {
         best
     }
 
-    /// Replace every set's stamps by their ranks (1 to `ways`, ties by way).
+    /// Replace every set's stamps by their ranks (ties by way), just below
+    /// the middle, and restart both clocks from there.
     #[cold]
     fn renumber(&mut self) {
+        let base = Stamps::MID - self.ways as u32 - 1;
         let mut order: Vec<usize> = (0..self.ways).collect();
         for set in self.stamps.chunks_mut(self.ways) {
             order.sort_by_key(|&w| (set[w], w));
             for (rank, &w) in order.iter().enumerate() {
-                set[w] = rank as u32 + 1;
+                set[w] = base + rank as u32 + 1;
             }
         }
-        self.clock = self.ways as u32 + 1;
+        self.clock = Stamps::MID;
+        self.low = base;
     }
 
     #[cfg(test)]
-    pub(crate) fn set_clock(&mut self, clock: u32) {
+    pub(crate) fn set_clocks(&mut self, clock: u32, low: u32) {
         self.clock = clock;
+        self.low = low;
+    }
+}
+
+/// The bimodal throttle of BIP and BRRIP: a seeded coin that comes up with
+/// probability `epsilon`, drawn only when a policy asks (once per bimodal
+/// insertion). The stream is the cache's own (run seed xor `salt`, component
+/// path), as for `random`, so a run is reproducible.
+#[derive(Debug, Clone)]
+pub(crate) struct Bimodal {
+    rng: Rng,
+    epsilon: f64,
+}
+
+impl Bimodal {
+    /// The default throttle of both papers: 1/32.
+    pub(crate) const EPSILON: f64 = 1.0 / 32.0;
+
+    /// A coin for the cache in `ctx`; `epsilon` must lie in [0, 1].
+    pub(crate) fn new(epsilon: f64, salt: u64, ctx: &ReplCtx) -> Result<Bimodal> {
+        if !(0.0..=1.0).contains(&epsilon) {
+            return Err(ctx.param_error("epsilon", "out_of_range", format!("expected 0 to 1, got {epsilon}")));
+        }
+        Ok(Bimodal { rng: Rng::for_component(ctx.seed ^ salt, &ctx.component), epsilon })
+    }
+
+    /// True with probability `epsilon` (one draw: uniform `[0, 1)` below `epsilon`).
+    #[inline]
+    pub(crate) fn rare(&mut self) -> bool {
+        self.rng.chance(self.epsilon)
     }
 }
 
@@ -338,12 +435,18 @@ pub(crate) mod conformance {
         Touch { set, way, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0) }
     }
 
+    pub fn query(set: usize) -> VictimQuery<'static> {
+        VictimQuery { set, pc: VirtAddr(0), req: ReqKind::Load, task: TaskId(0), locked: None }
+    }
+
     #[test]
     fn every_policy_builds_with_defaults_and_rejects_unknown_params() {
         for name in ReplacementConfig::NAMES {
             let cfg = ReplacementConfig::parse(&PluginConfig::named(name), "machine.l1d.replacement").unwrap();
             assert_eq!(cfg.kind(), *name);
-            cfg.build(&ctx(4, 8)).unwrap();
+            // 64 sets: enough for the set-dueling policies' default 2 x 32 leaders.
+            cfg.build(&ctx(64, 8)).unwrap();
+            cfg.build(&ctx(0, 8)).unwrap();
             let raw = PluginConfig { kind: name.to_string(), params: serde_json::json!({"bogus": 1}) };
             match ReplacementConfig::parse(&raw, "machine.l1d.replacement") {
                 Err(crate::Error::Config(issues)) => {
@@ -371,7 +474,7 @@ pub(crate) mod conformance {
         // choose the same victims.
         for name in ReplacementConfig::NAMES {
             let build =
-                || ReplacementConfig::parse(&PluginConfig::named(name), "r").unwrap().build(&ctx(4, 8)).unwrap();
+                || ReplacementConfig::parse(&PluginConfig::named(name), "r").unwrap().build(&ctx(64, 8)).unwrap();
             let (mut exact, mut short) = (build(), build());
             if !exact.rehit_is_noop() {
                 continue;
@@ -411,7 +514,7 @@ pub(crate) mod conformance {
     #[test]
     fn every_policy_returns_only_evictable_ways() {
         for name in ReplacementConfig::NAMES {
-            let mut p = ReplacementConfig::parse(&PluginConfig::named(name), "r").unwrap().build(&ctx(2, 8)).unwrap();
+            let mut p = ReplacementConfig::parse(&PluginConfig::named(name), "r").unwrap().build(&ctx(64, 8)).unwrap();
             for way in 0..8 {
                 p.on_fill(&touch(1, way));
             }

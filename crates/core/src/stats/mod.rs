@@ -534,4 +534,18 @@ pub struct Results {
     pub tlbs: Vec<TlbResult>,
     /// Per NUMA node.
     pub memory: Vec<NodeStats>,
+    /// Per mechanism, in the order of `mechanisms` (none: left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mechanisms: Vec<MechanismResult>,
+}
+
+/// The counters of one mechanism of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MechanismResult {
+    /// Its position in `mechanisms`.
+    pub index: u32,
+    /// Its kind, e.g. `tlb-preserve`.
+    pub kind: String,
+    /// Its counters, by name (see `docs/mechanisms.md`).
+    pub stats: serde_json::Value,
 }

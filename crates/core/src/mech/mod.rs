@@ -169,12 +169,29 @@ pub trait Mechanism: Send {
     fn reset_stats(&mut self) {}
 
     /// The run is over: close whatever is open and return the mechanism's
-    /// counters as a JSON object of named numbers (`null`: none), reported
-    /// in `Results.mechanisms`.
-    fn results(&mut self) -> serde_json::Value {
-        serde_json::Value::Null
+    /// counters, by name (reported in this order in `Results.mechanisms`).
+    fn results(&mut self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
+
+/// Declares a struct of `u64` counters and its `named()` list, in
+/// declaration order, for [`Mechanism::results`].
+macro_rules! counters {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$doc:meta])* $field:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name { $($(#[$doc])* pub $field: u64,)+ }
+
+        impl $name {
+            /// The counters by name, in declaration order.
+            pub fn named(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($field), self.$field)),+]
+            }
+        }
+    };
+}
+pub(crate) use counters;
 
 /// What a configured mechanism is built from.
 pub struct MechBuild<'a> {

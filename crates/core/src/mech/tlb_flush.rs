@@ -102,7 +102,7 @@ impl Mechanism for TlbFlush {
         self.flushes = 0;
     }
 
-    fn results(&mut self) -> serde_json::Value {
-        serde_json::json!({ "flushes": self.flushes })
+    fn results(&mut self) -> Vec<(&'static str, u64)> {
+        vec![("flushes", self.flushes)]
     }
 }

@@ -230,45 +230,46 @@ impl TlbPreserveParams {
     }
 }
 
+super::counters! {
 /// The counters of `Results.mechanisms` for `tlb-preserve`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PreserveStats {
     /// Switch-outs at which entries were selected.
-    pub snapshots: u64,
+    snapshots,
     /// Switch-ins at which a snapshot was restored.
-    pub restores: u64,
+    restores,
     /// Valid L1 TLB entries considered, over restored snapshots.
-    pub candidates: u64,
+    candidates,
     /// Entries selected and restored (`reused + unused`).
-    pub saved: u64,
+    saved,
     /// Entries the predictor rejected (`candidates - saved`).
-    pub rejected: u64,
+    rejected,
     /// Saved entries referenced after the restore (true positives).
-    pub reused: u64,
+    reused,
     /// Saved entries not referenced.
-    pub unused: u64,
+    unused,
     /// Reused entries whose first reference hit the L1 TLB.
-    pub reused_l1: u64,
+    reused_l1,
     /// ... hit the L2 TLB (evicted from L1 since the restore).
-    pub reused_l2: u64,
+    reused_l2,
     /// ... needed a page walk (evicted from both).
-    pub reused_walk: u64,
+    reused_walk,
     /// Rejected entries referenced after the restore.
-    pub false_negatives: u64,
+    false_negatives,
     /// False negatives whose first reference hit the L1 TLB.
-    pub false_negative_l1: u64,
+    false_negative_l1,
     /// ... hit the L2 TLB.
-    pub false_negative_l2: u64,
+    false_negative_l2,
     /// ... needed a page walk.
-    pub false_negative_walk: u64,
+    false_negative_walk,
     /// Entries of snapshots never restored (the task finished, the run ended).
-    pub unrestored: u64,
+    unrestored,
     /// Cycles reading entries out.
-    pub save_cycles: u64,
+    save_cycles,
     /// Cycles writing entries back.
-    pub restore_cycles: u64,
+    restore_cycles,
     /// Both.
-    pub cycles: u64,
+    cycles,
+}
 }
 
 /// The level that served a translation.
@@ -602,7 +603,7 @@ impl Mechanism for TlbPreserve {
         }
     }
 
-    fn results(&mut self) -> serde_json::Value {
+    fn results(&mut self) -> Vec<(&'static str, u64)> {
         for t in &mut self.tasks {
             Self::close_reuse(t, &mut self.stats);
             if let Some(s) = t.snapshot.take() {
@@ -610,7 +611,7 @@ impl Mechanism for TlbPreserve {
             }
         }
         self.stats.cycles = self.stats.save_cycles + self.stats.restore_cycles;
-        serde_json::to_value(self.stats).expect("counters serialise")
+        self.stats.named()
     }
 }
 
@@ -642,29 +643,9 @@ mod tests {
         Engine::new(valid, None).and_then(|mut e| e.run(&mut |_| Ok(()))).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn stats(r: &Results, i: usize) -> PreserveStats {
-        let s = &r.mechanisms[i].stats;
-        let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k} in {s}"));
-        PreserveStats {
-            snapshots: n("snapshots"),
-            restores: n("restores"),
-            candidates: n("candidates"),
-            saved: n("saved"),
-            rejected: n("rejected"),
-            reused: n("reused"),
-            unused: n("unused"),
-            reused_l1: n("reused_l1"),
-            reused_l2: n("reused_l2"),
-            reused_walk: n("reused_walk"),
-            false_negatives: n("false_negatives"),
-            false_negative_l1: n("false_negative_l1"),
-            false_negative_l2: n("false_negative_l2"),
-            false_negative_walk: n("false_negative_walk"),
-            unrestored: n("unrestored"),
-            save_cycles: n("save_cycles"),
-            restore_cycles: n("restore_cycles"),
-            cycles: n("cycles"),
-        }
+    /// The counters of mechanism `i` as a JSON table.
+    fn stats(r: &Results, i: usize) -> Value {
+        r.mechanisms[i].stats.iter().map(|&(k, v)| (k.to_string(), json!(v))).collect()
     }
 
     fn l1_misses(r: &Results) -> Vec<u64> {
@@ -686,11 +667,15 @@ mod tests {
         assert_eq!(l1_misses(&preserved), [pages, pages]);
         let s = stats(&preserved, 0);
         let restores = 2 * (switches - 1);
-        assert_eq!((s.restores, s.saved, s.candidates, s.rejected), (restores, pages * restores, pages * restores, 0));
-        assert_eq!((s.reused, s.reused_l1, s.unused, s.false_negatives), (s.saved, s.saved, 0, 0));
-        assert_eq!(s.snapshots, 2 * switches, "the last switch-out of each task is never restored");
-        assert_eq!(s.unrestored, 2 * pages);
-        assert_eq!(flushed.mechanisms[0].stats["flushes"], 2 * switches);
+        assert_eq!(
+            (&s["restores"], &s["saved"], &s["candidates"]),
+            (&json!(restores), &json!(pages * restores), &s["saved"])
+        );
+        assert_eq!((&s["reused"], &s["reused_l1"], &s["unused"]), (&s["saved"], &s["saved"], &json!(0)));
+        assert_eq!((&s["rejected"], &s["false_negatives"]), (&json!(0), &json!(0)));
+        assert_eq!(s["snapshots"], 2 * switches, "the last switch-out of each task is never restored");
+        assert_eq!(s["unrestored"], 2 * pages);
+        assert_eq!(stats(&flushed, 0)["flushes"], 2 * switches);
     }
 
     #[test]
@@ -700,11 +685,12 @@ mod tests {
             json!([{"kind": "tlb-preserve", "params": {"save_cycles_per_entry": 3, "restore_cycles_per_entry": 5}}]);
         let r = turns(pages, mech);
         let s = stats(&r, 0);
-        assert_eq!(s.save_cycles, 3 * pages * s.snapshots);
-        assert_eq!(s.restore_cycles, 5 * s.saved);
-        assert_eq!(s.cycles, s.save_cycles + s.restore_cycles);
+        let n = |k: &str| s[k].as_u64().unwrap();
+        assert_eq!(n("save_cycles"), 3 * pages * n("snapshots"));
+        assert_eq!(n("restore_cycles"), 5 * n("saved"));
+        assert_eq!(n("cycles"), n("save_cycles") + n("restore_cycles"));
         let overhead: u64 = r.tasks.iter().map(|t| t.overhead_cycles).sum();
-        assert_eq!(overhead, s.cycles, "charged to the tasks");
+        assert_eq!(overhead, n("cycles"), "charged to the tasks");
     }
 
     #[test]
@@ -726,7 +712,8 @@ mod tests {
             let (a, b) = (run(4, 0, mid), run(5, 1, mid));
             let (sa, sb) = (stats(&a, 0), stats(&b, 0));
             assert_eq!(sa, sb, "mid_window = {mid}");
-            assert!(sa.rejected > 0 && sa.saved > 0 && sa.false_negatives > 0, "{sa:?}");
+            let n = |k: &str| sa[k].as_u64().unwrap();
+            assert!(n("rejected") > 0 && n("saved") > 0 && n("false_negatives") > 0, "{sa}");
             assert_eq!(l1_misses(&a), l1_misses(&b));
             assert_ne!(stats(&run(4, 1, mid), 0), sa, "a different pair does differ");
         }
@@ -770,7 +757,7 @@ mod tests {
         }
 
         fn stats(&mut self) -> Value {
-            self.mech.results()
+            self.mech.results().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
         }
     }
 

@@ -546,6 +546,16 @@ pub struct MechanismResult {
     pub index: u32,
     /// Its kind, e.g. `tlb-preserve`.
     pub kind: String,
-    /// Its counters, by name (see `docs/mechanisms.md`).
-    pub stats: serde_json::Value,
+    /// Its counters, by name (see `docs/mechanisms.md`), serialised as a
+    /// table in this order.
+    #[serde(serialize_with = "named_counters")]
+    pub stats: Vec<(&'static str, u64)>,
+}
+
+fn named_counters<S: Serializer>(counters: &[(&'static str, u64)], s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(counters.len()))?;
+    for (name, n) in counters {
+        m.serialize_entry(name, n)?;
+    }
+    m.end()
 }

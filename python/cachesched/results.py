@@ -22,7 +22,8 @@ class Results:
 
     ``summary`` and ``config`` are plain dicts; :attr:`tasks`, :attr:`cores`,
     :attr:`levels`, :attr:`intervals`, :attr:`windows`, :attr:`events`,
-    :attr:`caches`, :attr:`tlbs` and :attr:`memory` are pandas DataFrames;
+    :attr:`caches`, :attr:`tlbs`, :attr:`memory` and :attr:`mechanisms` are
+    pandas DataFrames;
     :meth:`to_json`, :meth:`to_arrow` and :meth:`save` export them.
     """
 
@@ -210,11 +211,23 @@ class Results:
         """One row per NUMA node: lines read and written, frames allocated."""
         return pd.DataFrame(self._data["memory"], columns=["node", "reads", "writes", "pages"])
 
+    @property
+    def mechanisms(self) -> pd.DataFrame:
+        """One row per mechanism of the run (``mechanisms`` in the config, in
+        order): ``index``, ``kind`` and its counters, one column each (NaN
+        where a kind has no such counter). See ``docs/mechanisms.md``."""
+        rows = [{"index": m["index"], "kind": m["kind"], **(m["stats"] or {})}
+                for m in self._data.get("mechanisms", [])]
+        return pd.DataFrame(rows, columns=None if rows else ["index", "kind"])
+
     def tables(self) -> dict[str, pd.DataFrame]:
-        """Every table by name."""
-        return {"tasks": self.tasks, "cores": self.cores, "levels": self.levels, "intervals": self.intervals,
-                "windows": self.windows, "events": self.events, "caches": self.caches, "tlbs": self.tlbs,
-                "memory": self.memory}
+        """Every table by name (``mechanisms`` only when the run had some)."""
+        tables = {"tasks": self.tasks, "cores": self.cores, "levels": self.levels, "intervals": self.intervals,
+                  "windows": self.windows, "events": self.events, "caches": self.caches, "tlbs": self.tlbs,
+                  "memory": self.memory}
+        if self._data.get("mechanisms"):
+            tables["mechanisms"] = self.mechanisms
+        return tables
 
     def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821
         """Every table as a pyarrow Table."""
@@ -280,6 +293,9 @@ class Results:
                 lines += ["", f"TLB: {int(t.tlb_l1_misses.sum()):,} L1 misses of {l1:,} translations, "
                               f"{int(t.tlb_walks.sum()):,} page walks ({int(t.tlb_walk_cycles.sum()):,} cycles)"]
         lines += self._format_causes(df)
+        for m in self._data.get("mechanisms", []):
+            counters = ", ".join(f"{k} {v:,}" for k, v in (m["stats"] or {}).items())
+            lines += ["", f"mechanism {m['index']} ({m['kind']}): {counters}"]
         return "\n".join(lines)
 
     def _format_causes(self, df: pd.DataFrame) -> list[str]:

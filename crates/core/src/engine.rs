@@ -31,8 +31,8 @@ use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, 
 use crate::mem::machine::Machine;
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::stats::{
-    CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, Results, Summary, TaskResult, TaskSchedCounts,
-    TlbResult, WindowRow,
+    CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, MechanismResult, Results, Summary, TaskResult,
+    TaskSchedCounts, TlbResult, WindowRow,
 };
 use crate::trace::prefetch::Prefetched;
 use crate::trace::{Workload, WorkloadCtx};
@@ -196,6 +196,10 @@ impl Engine {
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.clone())).collect();
         let topology = config.topology();
         let cores = topology.cores() as usize;
+        let mechanisms: Vec<Box<dyn Mechanism>> = (config.mechanisms.iter().enumerate())
+            .map(|(i, m)| m.build(&config.mech_build(i)))
+            .collect::<Result<_>>()?;
+        let per_access = mechanisms.iter().any(|m| m.wants_accesses());
         Ok(Engine {
             base_cpi: config.config.machine.base_cpi,
             max_stall: machine.max_stall(),
@@ -205,8 +209,8 @@ impl Engine {
             config,
             machine,
             scheduler,
-            mechanisms: Vec::new(),
-            per_access: false,
+            mechanisms,
+            per_access,
             topology,
             tasks,
             views,
@@ -705,6 +709,7 @@ impl Engine {
         self.measuring = true;
         self.warm_time = now;
         self.machine.reset_stats();
+        self.mechanisms.iter_mut().for_each(|m| m.reset_stats());
         for (t, run) in self.tasks.iter_mut().enumerate() {
             let spec = &self.views[t].spec;
             run.counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };
@@ -861,6 +866,13 @@ impl Engine {
                 .collect(),
             tlbs: m.tlbs().iter().map(|t| TlbResult { path: t.path.clone(), stats: t.stats.clone() }).collect(),
             memory: m.node_stats(),
+            mechanisms: (self.mechanisms.iter_mut().enumerate())
+                .map(|(i, mech)| MechanismResult {
+                    index: i as u32,
+                    kind: mech.name().to_string(),
+                    stats: mech.results(),
+                })
+                .collect(),
         }
     }
 }

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Issues, Result};
+use crate::mech::{MechBuild, MechanismConfig};
 use crate::mem::machine::MachineParams;
 use crate::sched::{SchedBuild, SchedulerConfig, Topology};
 use crate::trace::WorkloadConfig;
@@ -105,6 +106,10 @@ pub struct SimConfig {
     /// The scheduling policy; default `round-robin`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<PluginConfig>,
+    /// Mechanisms reacting to scheduling events, called in this order:
+    /// `[[mechanisms]]` tables `{ kind = "tlb-preserve", params = { ... } }`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mechanisms: Vec<PluginConfig>,
     /// Length and measurement.
     pub run: RunParams,
     /// Time series, windows and the event log.
@@ -120,6 +125,7 @@ impl Default for SimConfig {
             workload: None,
             tasks: None,
             scheduler: None,
+            mechanisms: Vec::new(),
             run: RunParams::default(),
             stats: StatsParams::default(),
         }
@@ -135,6 +141,8 @@ pub struct ValidConfig {
     pub tasks: Vec<TaskSpec>,
     /// The scheduling policy, typed.
     pub scheduler: SchedulerConfig,
+    /// The mechanisms, typed, in order.
+    pub mechanisms: Vec<MechanismConfig>,
     /// `stats.interval` in instructions.
     pub interval: Option<u64>,
     /// `stats.window` in instructions.
@@ -146,6 +154,7 @@ impl ValidConfig {
     pub fn to_json(&self) -> Value {
         let mut config = self.config.clone();
         config.scheduler = Some(self.scheduler.to_raw());
+        config.mechanisms = self.mechanisms.iter().map(|m| m.to_raw()).collect();
         serde_json::to_value(&config).expect("config serialises to JSON")
     }
 
@@ -162,6 +171,11 @@ impl ValidConfig {
             tasks: &self.tasks,
             loc: "scheduler.params".into(),
         }
+    }
+
+    /// What mechanism `i` is built from.
+    pub fn mech_build(&self, i: usize) -> MechBuild<'_> {
+        MechBuild { machine: &self.config.machine, loc: format!("mechanisms[{i}]") }
     }
 }
 
@@ -227,8 +241,20 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     let window = instructions(config.stats.window, "stats.window", frequency, &mut issues);
     let raw_scheduler = config.scheduler.clone().unwrap_or_else(|| PluginConfig::named("round-robin"));
     let scheduler = issues.absorb(SchedulerConfig::parse(&raw_scheduler, "scheduler"));
+    let mechanisms: Vec<MechanismConfig> = (config.mechanisms.iter().enumerate())
+        .filter_map(|(i, raw)| issues.absorb(MechanismConfig::parse(raw, &format!("mechanisms[{i}]"))))
+        .collect();
     issues.finish()?;
-    let valid = ValidConfig { config, tasks, scheduler: scheduler.expect("validated"), interval, window };
+    let scheduler = scheduler.expect("validated");
+    let mut valid = ValidConfig { config, tasks, scheduler, mechanisms, interval, window };
+    // Mechanisms' params are checked the same way, and nested plug-ins get
+    // their defaults filled in.
+    for i in 0..valid.mechanisms.len() {
+        let mut m = valid.mechanisms[i].clone();
+        m.resolve(&format!("mechanisms[{i}]"))?;
+        m.build(&valid.mech_build(i))?;
+        valid.mechanisms[i] = m;
+    }
     // The scheduler's params are checked against the machine and the tasks
     // now, by building it once (cheap: no workload is built).
     let checked = match &valid.scheduler {

@@ -6,12 +6,20 @@
 //! save, flush, restore or prefetch state at exactly the moment the
 //! scheduler acts. A mechanism may also watch every access; that hook is off
 //! unless the mechanism asks for it, so runs without one pay nothing.
+//!
+//! The configurable mechanisms are listed in `[[mechanisms]]` (one file
+//! each, registered by one line below); they are called in that order.
+
+pub mod aging;
+pub mod aging_total;
+pub mod tlb_flush;
+pub mod tlb_preserve;
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::error::Result;
-use crate::mem::machine::Machine;
+use crate::error::{join_path, Result};
+use crate::mem::machine::{Machine, MachineParams};
 use crate::types::{Access, Asid, CoreId, TaskId};
 
 /// Whether a migration keeps the task on its socket (its LLC) or not.
@@ -154,5 +162,67 @@ pub trait Mechanism: Send {
     fn on_access(&mut self, ctx: AccessCtx<'_>) -> u32 {
         let _ = ctx;
         0
+    }
+
+    /// Warm-up is over: forget every counter (the mechanism's state, such
+    /// as saved entries or predictor history, stays).
+    fn reset_stats(&mut self) {}
+
+    /// The run is over: close whatever is open and return the mechanism's
+    /// counters, by name (reported in this order in `Results.mechanisms`).
+    fn results(&mut self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+/// Declares a struct of `u64` counters and its `named()` list, in
+/// declaration order, for [`Mechanism::results`].
+macro_rules! counters {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$doc:meta])* $field:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name { $($(#[$doc])* pub $field: u64,)+ }
+
+        impl $name {
+            /// The counters by name, in declaration order.
+            pub fn named(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($field), self.$field)),+]
+            }
+        }
+    };
+}
+pub(crate) use counters;
+
+/// What a configured mechanism is built from.
+pub struct MechBuild<'a> {
+    /// The machine it will act on (validated).
+    pub machine: &'a MachineParams,
+    /// Config path of the mechanism, e.g. `mechanisms[0]`.
+    pub loc: String,
+}
+
+impl MechBuild<'_> {
+    /// The config path of one of the params.
+    pub fn at(&self, key: &str) -> String {
+        join_path(&join_path(&self.loc, "params"), key)
+    }
+}
+
+crate::register! {
+    /// Every configurable mechanism (`[[mechanisms]]`).
+    family "mechanism", MechanismConfig,
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>>;
+    "tlb-flush" => TlbFlush(tlb_flush::TlbFlushParams),
+    "tlb-preserve" => TlbPreserve(tlb_preserve::TlbPreserveParams),
+}
+
+impl MechanismConfig {
+    /// Type nested plug-ins and fill in their defaults (called once, when
+    /// the config is read; `loc` is the mechanism's path).
+    pub fn resolve(&mut self, loc: &str) -> Result<()> {
+        match self {
+            MechanismConfig::TlbPreserve(p) => p.resolve(loc),
+            MechanismConfig::TlbFlush(_) => Ok(()),
+        }
     }
 }

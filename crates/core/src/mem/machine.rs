@@ -1229,6 +1229,42 @@ impl Machine {
         }
     }
 
+    /// The TLBs of `core` as indexes into [`Machine::tlbs`]: its L1 data
+    /// TLB, L1 instruction TLB and second-level TLB (each if configured).
+    pub fn core_tlbs(&self, core: CoreId) -> [Option<usize>; 3] {
+        let ports = &self.cores[core.0 as usize];
+        [ports.dtlb, ports.itlb, ports.stlb]
+    }
+
+    /// Log2 of the page size.
+    pub fn page_shift(&self) -> u32 {
+        self.page_shift
+    }
+
+    /// Put a translation back into the L1 data TLB of `core` (a mechanism
+    /// restoring saved entries), as a miss would fill it: its victim goes to
+    /// the second-level TLB under `l2_victim_fill`. Not counted as a hit,
+    /// miss or walk, nor seen by the attribution shadows. Returns false if
+    /// the entry was already there or the core has no TLB.
+    pub fn restore_tlb_entry(&mut self, core: CoreId, key: u64, frame: u64) -> bool {
+        let ports = self.cores[core.0 as usize];
+        let Some(l1) = ports.dtlb else { return false };
+        if self.tlbs[l1].probe(key) {
+            return false;
+        }
+        if let (Some(s), true) = (ports.stlb, self.l2_victim_fill) {
+            // The levels are exclusive then, as after an L2 TLB hit.
+            self.tlbs[s].remove(key);
+        }
+        let victim = self.tlbs[l1].insert(key, frame);
+        if let (Some((vkey, vframe)), Some(s), true) = (victim, ports.stlb, self.l2_victim_fill) {
+            if !self.tlbs[s].probe(vkey) {
+                self.tlbs[s].insert(vkey, vframe);
+            }
+        }
+        true
+    }
+
     /// The caches, for inspection (tests, attribution, results).
     pub fn caches(&self) -> &[Cache] {
         &self.caches

@@ -369,6 +369,22 @@ impl Tlb {
     pub fn entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.tags.valid().map(|(i, t)| (t, self.frames[i]))
     }
+
+    /// Number of entries (valid or not): positions run from 0 to this.
+    pub fn capacity(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The position (`0..capacity`) of the entry holding `key`, if present;
+    /// changes nothing. Mechanisms keep per-entry state by position.
+    pub fn position(&self, key: u64) -> Option<usize> {
+        self.find(key).map(|slot| self.tags.index(slot))
+    }
+
+    /// Valid entries as (position, key, frame), in slot order.
+    pub fn positioned(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
+        self.tags.valid().map(|(i, t)| (i, t, self.frames[i]))
+    }
 }
 
 #[cfg(test)]

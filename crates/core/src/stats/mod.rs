@@ -534,4 +534,28 @@ pub struct Results {
     pub tlbs: Vec<TlbResult>,
     /// Per NUMA node.
     pub memory: Vec<NodeStats>,
+    /// Per mechanism, in the order of `mechanisms` (none: left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mechanisms: Vec<MechanismResult>,
+}
+
+/// The counters of one mechanism of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MechanismResult {
+    /// Its position in `mechanisms`.
+    pub index: u32,
+    /// Its kind, e.g. `tlb-preserve`.
+    pub kind: String,
+    /// Its counters, by name (see `docs/mechanisms.md`), serialised as a
+    /// table in this order.
+    #[serde(serialize_with = "named_counters")]
+    pub stats: Vec<(&'static str, u64)>,
+}
+
+fn named_counters<S: Serializer>(counters: &[(&'static str, u64)], s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(counters.len()))?;
+    for (name, n) in counters {
+        m.serialize_entry(name, n)?;
+    }
+    m.end()
 }

@@ -536,19 +536,24 @@ proptest! {
             1..600,
         ),
         batch in 1usize..40,
-        policy in prop_oneof![Just("lru"), Just("plru"), Just("fifo"), Just("random")],
+        policy in prop_oneof![Just("lru"), Just("plru"), Just("fifo"), Just("random"), Just("dip"), Just("drrip"), Just("ship")],
         l1i in any::<bool>(),
         itlb in any::<bool>(),
         write_through in any::<bool>(),
     ) {
         let mut params = with_tlb(WalkModel::Fixed);
-        params.l1d = CacheParams { replacement: PluginConfig::named(policy), ..level(2048, 4, 2) };
+        // One leader set per policy: the 2-set TLB and 8-set L1 still duel.
+        let policy = match policy {
+            "dip" | "drrip" => PluginConfig { kind: policy.into(), params: serde_json::json!({"leader_sets": 1}) },
+            _ => PluginConfig::named(policy),
+        };
+        params.l1d = CacheParams { replacement: policy.clone(), ..level(2048, 4, 2) };
         if write_through {
             params.l1d.write_policy = WritePolicy::WriteThrough;
         }
         params.l1i = l1i.then(|| level(1024, 2, 1));
         let tlb = params.tlb.as_mut().unwrap();
-        tlb.l1d.replacement = PluginConfig::named(policy);
+        tlb.l1d.replacement = policy;
         tlb.l1i = itlb.then(|| TlbLevelParams { entries: 4, ways: 4, latency_cycles: 1, replacement: PluginConfig::named("lru") });
         let mut reference = params.clone();
         reference.attribution = vec![Attributed::L1d, Attributed::L1i, Attributed::TlbL1];

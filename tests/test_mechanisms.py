@@ -126,3 +126,65 @@ def test_mechanism_tables_are_saved(tmp_path):
     assert (out / "mechanisms.parquet").exists()
     again = cachesched.Results.from_json(r.to_json())
     assert again.mechanisms.equals(r.mechanisms)
+
+
+MIGRATION_TOML = """
+seed = 3
+
+[machine]
+preset = "teaching"
+sockets = 2
+cores_per_socket = 1
+tlb = false
+l1d = { size_bytes = "2KiB", ways = 2 }
+l2 = { size_bytes = "32KiB", ways = 8 }
+llc = false
+
+[[tasks]]
+workload = { kind = "zipf", params = { accesses = 40000, working_set_bytes = "96KiB", exponent = 0.9 } }
+
+[scheduler]
+kind = "forced"
+params = { every = "20000 instr", destination = "remote", timing = "live" }
+
+[[mechanisms]]
+kind = "cache-flush"
+params = { on = "migrate" }
+"""
+
+
+@pytest.mark.parametrize("second", [
+    "",
+    '[[mechanisms]]\nkind = "l2-restore"\nparams = { select = { kind = "global-mru", lines = 128 } }\n',
+    '[[mechanisms]]\nkind = "migration-prefetch"\n',
+])
+def test_l2_migration_mechanisms_from_toml(tmp_path, second):
+    path = tmp_path / "migrate.toml"
+    path.write_text(MIGRATION_TOML + second)
+    r = cachesched.simulate(path)
+    l2 = r.caches[r.caches.level == "l2"]
+    migrations = int((r.events.event == "migrate").sum())
+    assert migrations >= 2
+    placed = int(l2.migrated_in.sum())
+    if not second:
+        assert placed == 0 and list(r.mechanisms.kind) == ["cache-flush"]
+        return
+    row = r.mechanisms.iloc[1]
+    if "l2-restore" in second:
+        assert row.selected == 128 * row.snapshots and placed == row.installed == 128 * row.restores
+    else:
+        assert row.live_transfers == migrations and row.messages == 4 * migrations
+        assert 0 < placed <= row.tags
+    assert 0 < int(l2.migrated_useful.sum()) <= placed
+
+
+@pytest.mark.parametrize("params, loc", [
+    ({"select": {"kind": "local-mru", "n": 0}}, "mechanisms[0].params.select"),
+    ({"prefetches_per_cycle": -1}, "mechanisms[0].params.prefetches_per_cycle"),
+    ({"select": {"kind": "nearest"}}, "mechanisms[0].params"),
+])
+def test_bad_migration_prefetch_params_name_the_key(params, loc):
+    config = {"machine": {"preset": "teaching"}, "workload": {"kind": "stream", "params": {"accesses": 10}},
+              "mechanisms": [{"kind": "migration-prefetch", "params": params}]}
+    with pytest.raises(ConfigError, match=loc.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+        cachesched.simulate(config)

@@ -187,7 +187,8 @@ class Results:
         request kind, fills, evictions, write-backs, back-invalidations, and
         for a cache with a prefetcher the prefetched lines used and unused
         (``prefetch_misses`` are the prefetches it issued, ``prefetch_hits``
-        the proposals it dropped because the line was there)."""
+        the proposals it dropped because the line was there), and the lines
+        migration mechanisms placed, dropped as present, used and unused."""
         rows = []
         for c in self._data["caches"]:
             row = {"path": c["path"], "level": c["level"]}
@@ -196,7 +197,8 @@ class Results:
                 row[f"{kind}_misses"] = c["misses"][i]
                 row[f"{kind}_compulsory"] = c["compulsory"][i]
             for key in ("fills", "evictions", "dirty_evictions", "back_invalidations", "bypasses", "flushed",
-                        "prefetch_useful", "prefetch_unused"):
+                        "prefetch_useful", "prefetch_unused", "migrated_in", "migrated_dropped", "migrated_useful",
+                        "migrated_unused"):
                 row[key] = c[key]
             rows.append(row)
         return pd.DataFrame(rows)

@@ -12,6 +12,10 @@
 
 pub mod aging;
 pub mod aging_total;
+pub mod cache_flush;
+pub mod l2_restore;
+pub mod l2_select;
+pub mod migration_prefetch;
 pub mod tlb_flush;
 pub mod tlb_preserve;
 
@@ -214,6 +218,9 @@ crate::register! {
     fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>>;
     "tlb-flush" => TlbFlush(tlb_flush::TlbFlushParams),
     "tlb-preserve" => TlbPreserve(tlb_preserve::TlbPreserveParams),
+    "cache-flush" => CacheFlush(cache_flush::CacheFlushParams),
+    "l2-restore" => L2Restore(l2_restore::L2RestoreParams),
+    "migration-prefetch" => MigrationPrefetch(migration_prefetch::MigrationPrefetchParams),
 }
 
 impl MechanismConfig {
@@ -222,7 +229,10 @@ impl MechanismConfig {
     pub fn resolve(&mut self, loc: &str) -> Result<()> {
         match self {
             MechanismConfig::TlbPreserve(p) => p.resolve(loc),
-            MechanismConfig::TlbFlush(_) => Ok(()),
+            MechanismConfig::TlbFlush(_)
+            | MechanismConfig::CacheFlush(_)
+            | MechanismConfig::L2Restore(_)
+            | MechanismConfig::MigrationPrefetch(_) => Ok(()),
         }
     }
 }

@@ -181,6 +181,29 @@ pub struct CacheStats {
     pub prefetch_useful: u64,
     /// Prefetched lines that left before any demand reference used them.
     pub prefetch_unused: u64,
+    /// Lines a migration mechanism placed (restored or migration-prefetched).
+    pub migrated_in: u64,
+    /// Lines a migration mechanism proposed that were already here.
+    pub migrated_dropped: u64,
+    /// Migrated lines that a demand reference then used.
+    pub migrated_useful: u64,
+    /// Migrated lines that left before any demand reference used them.
+    pub migrated_unused: u64,
+}
+
+/// A valid line, as [`Cache::resident_lines`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resident {
+    /// Its set.
+    pub set: usize,
+    /// Its address.
+    pub line: LineAddr,
+    /// When it was last used, if the policy keeps recency across sets.
+    pub recency: Option<u32>,
+    /// Whether it holds data newer than the level below.
+    pub dirty: bool,
+    /// The task that brought it in.
+    pub owner: TaskId,
 }
 
 /// A line that left the cache.
@@ -214,23 +237,24 @@ pub enum Scope {
     Line(LineAddr),
 }
 
-/// A line's owner task, dirty bit and prefetched bit (brought by a
-/// prefetcher and not used since) in one word, so that a fill or an
-/// eviction touches one host cache line of per-line state, not two.
+/// A line's owner task, dirty bit and how it came (brought by a prefetcher,
+/// or by a migration mechanism, and not used since) in one word, so that a
+/// fill or an eviction touches one host cache line of per-line state, not two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Meta(u32);
 
 impl Meta {
     const DIRTY: u32 = 1 << 31;
     const PREFETCHED: u32 = 1 << 30;
+    const MIGRATED: u32 = 1 << 29;
     /// The owner bits of [`TaskId::NONE`].
-    const NO_OWNER: u32 = Meta::PREFETCHED - 1;
+    const NO_OWNER: u32 = Meta::MIGRATED - 1;
     /// An empty way.
     const EMPTY: Meta = Meta(Meta::NO_OWNER);
 
     #[inline]
     fn new(owner: TaskId, dirty: bool) -> Meta {
-        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 30 bits");
+        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 29 bits");
         Meta((owner.0 & Meta::NO_OWNER) | (dirty as u32) << 31)
     }
 
@@ -253,8 +277,8 @@ impl Meta {
     }
 
     #[inline]
-    fn prefetched(self) -> bool {
-        self.0 & Meta::PREFETCHED != 0
+    fn brought(self, bit: u32) -> bool {
+        self.0 & bit != 0
     }
 }
 
@@ -357,6 +381,8 @@ pub struct Cache {
     /// repeat-reference shortcut; always checked against the tag).
     last: Slot,
     rehit_is_noop: bool,
+    /// Whether lines may carry a prefetched or migrated mark.
+    tracks_use: bool,
     /// Counters.
     pub stats: CacheStats,
 }
@@ -390,6 +416,7 @@ impl Cache {
             receives_stores: true,
             last: Slot { set: 0, way: 0 },
             rehit_is_noop,
+            tracks_use: false,
             stats: CacheStats::default(),
         })
     }
@@ -480,21 +507,68 @@ impl Cache {
 
     /// `line` (present) was just brought by a prefetcher.
     pub fn mark_prefetched(&mut self, line: LineAddr) {
-        if let Some(slot) = self.find(line) {
-            let i = self.at(slot);
-            self.meta[i].0 |= Meta::PREFETCHED;
+        self.mark(line, Meta::PREFETCHED);
+    }
+
+    /// `line` (present) was just placed by a migration mechanism.
+    pub fn mark_migrated(&mut self, line: LineAddr) {
+        self.stats.migrated_in += self.mark(line, Meta::MIGRATED) as u64;
+    }
+
+    /// Mark `line` if present (a fill can bypass a fully locked set).
+    fn mark(&mut self, line: LineAddr, bit: u32) -> bool {
+        let Some(slot) = self.find(line) else { return false };
+        let i = self.at(slot);
+        self.meta[i].0 |= bit;
+        self.tracks_use = true;
+        true
+    }
+
+    /// Whether some line may carry a prefetched or migrated mark, so that
+    /// demand hits must look for it ([`Cache::use_marked`]).
+    #[inline(always)]
+    pub fn tracks_use(&self) -> bool {
+        self.tracks_use
+    }
+
+    /// A demand reference hit `slot`: if a prefetcher or a migration
+    /// mechanism brought the line and nothing used it yet, count it useful.
+    #[inline]
+    pub fn use_marked(&mut self, slot: Slot) {
+        let i = self.at(slot);
+        let meta = &mut self.meta[i];
+        if meta.brought(Meta::PREFETCHED | Meta::MIGRATED) {
+            self.stats.prefetch_useful += meta.brought(Meta::PREFETCHED) as u64;
+            self.stats.migrated_useful += meta.brought(Meta::MIGRATED) as u64;
+            meta.0 &= !(Meta::PREFETCHED | Meta::MIGRATED);
         }
     }
 
-    /// A demand reference hit `slot`: if a prefetcher brought the line and
-    /// nothing used it yet, count the prefetch useful.
-    #[inline]
-    pub fn use_prefetched(&mut self, slot: Slot) {
-        let i = self.at(slot);
-        if self.meta[i].prefetched() {
-            self.meta[i].0 &= !Meta::PREFETCHED;
-            self.stats.prefetch_useful += 1;
-        }
+    /// The line in flat slot `i` leaves: count it unused if it was brought
+    /// and never used.
+    fn count_unused(&mut self, i: usize) {
+        let meta = self.meta[i];
+        self.stats.prefetch_unused += meta.brought(Meta::PREFETCHED) as u64;
+        self.stats.migrated_unused += meta.brought(Meta::MIGRATED) as u64;
+    }
+
+    /// Every valid line with its recency, dirty bit and owner (for
+    /// mechanisms that select lines to carry to another cache).
+    pub fn resident_lines(&self) -> Vec<Resident> {
+        self.tags
+            .valid()
+            .map(|(i, tag)| {
+                let slot = self.tags.slot(i);
+                let meta = self.meta[i];
+                Resident {
+                    set: slot.set,
+                    line: LineAddr(tag),
+                    recency: self.policy.recency(slot.set, slot.way),
+                    dirty: meta.dirty(),
+                    owner: meta.owner(),
+                }
+            })
+            .collect()
     }
 
     /// Count `n` hits of `kind` made by [`Cache::touch_hit`] or [`Cache::rehit`].
@@ -573,7 +647,7 @@ impl Cache {
                 let ev = self.evicted_at(slot, i);
                 self.disown(ev.owner);
                 self.stats.evictions += 1;
-                self.stats.prefetch_unused += self.meta[i].prefetched() as u64;
+                self.count_unused(i);
                 self.stats.dirty_evictions += ev.dirty as u64;
                 (slot, Some(ev))
             }
@@ -635,7 +709,7 @@ impl Cache {
         let i = self.at(slot);
         let ev = self.evicted_at(slot, i);
         self.disown(ev.owner);
-        self.stats.prefetch_unused += self.meta[i].prefetched() as u64;
+        self.count_unused(i);
         self.tags.set(slot, INVALID);
         self.meta[i] = Meta::EMPTY;
         if self.locked[i] {

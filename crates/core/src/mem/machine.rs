@@ -359,6 +359,18 @@ pub struct Machine {
     shortcuts: bool,
     /// Per cache, its hardware prefetcher.
     prefetchers: Vec<Option<Prefetcher>>,
+    /// Per core, the migration prefetches waiting for its L2.
+    migration_queues: Vec<MigrationQueue>,
+}
+
+/// Lines a migration prefetcher sent to a core's L2, issued as the core's
+/// time passes at a fixed rate (the spec's one prefetch per cycle).
+#[derive(Debug, Clone, Default)]
+struct MigrationQueue {
+    lines: std::collections::VecDeque<(LineAddr, TaskId)>,
+    per_cycle: f64,
+    /// Prefetches the elapsed cycles allow but not yet issued (below 1).
+    credit: f64,
 }
 
 impl Machine {
@@ -436,6 +448,7 @@ impl Machine {
         let frames_per_node = params.memory.node_bytes.0 >> page_shift;
         let t = params.tlb.clone().unwrap_or_default();
         let memos = vec![[Memo::default(); 2]; cores.len()];
+        let migration_queues = vec![MigrationQueue::default(); cores.len()];
         Ok(Machine {
             caches,
             cache_level,
@@ -472,6 +485,7 @@ impl Machine {
                 && params.l1d.prefetcher.is_none()
                 && params.l1i.as_ref().is_none_or(|p| p.prefetcher.is_none()),
             prefetchers,
+            migration_queues,
             attribution: Self::attribution(params, line_bits, seed)?,
         })
     }
@@ -624,7 +638,9 @@ impl Machine {
             // A run pays for its setup over a few references: not worth it
             // for a lone data reference between instruction fetches.
             let data_ahead = batch[next..].iter().take(2).all(|a| a.kind != AccessKind::Ifetch);
-            if self.shortcuts && data_ahead {
+            // Migration prefetches issue between references, one at a time.
+            let draining = !self.migration_queues[c].lines.is_empty();
+            if self.shortcuts && data_ahead && !draining {
                 let (hits, cycles) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
                 next += hits;
                 stall += cycles;
@@ -636,11 +652,15 @@ impl Machine {
             let req = Req { kind: a.kind.into(), pc: a.pc, task };
             let first = a.addr.0 >> self.line_shift;
             let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
-            stall += if first == last {
+            let latency = if first == last {
                 self.access_one(c, &req, asid, a.addr.0, first, &mut tally)
             } else {
                 self.access_split(c, &req, asid, a)
-            } as u64;
+            };
+            stall += latency as u64;
+            if draining {
+                self.drain_migration_queue(c, a.instrs as f64 * self.base_cpi + latency as f64);
+            }
             next += 1;
         }
         self.credit(c, task, &tally);
@@ -995,8 +1015,10 @@ impl Machine {
         self.caches[c].hit(slot, req);
         if req.kind.is_demand() {
             self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
+            if self.caches[c].tracks_use() {
+                self.caches[c].use_marked(slot);
+            }
             if self.prefetchers[c].is_some() {
-                self.caches[c].use_prefetched(slot);
                 self.prefetch(path, i, line, req, true, node);
             }
         }
@@ -1219,6 +1241,95 @@ impl Machine {
             }
         }
         self.scratch = removed;
+    }
+
+    /// Index (into [`Machine::caches`]) and path position of `core`'s
+    /// private cache of `level`, if it has one.
+    fn private_level(&self, core: CoreId, level: Level) -> Option<(Path, usize)> {
+        let path = self.cores[core.0 as usize].data;
+        (0..path.len as usize).find(|&i| self.cache_level[path.at(i)] == level).map(|i| (path, i))
+    }
+
+    /// Index (into [`Machine::caches`]) of `core`'s private cache of `level`.
+    pub fn private_cache(&self, core: CoreId, level: Level) -> Option<usize> {
+        self.private_level(core, level).map(|(path, i)| path.at(i))
+    }
+
+    /// Remove every line from `core`'s private caches of the given levels,
+    /// writing dirty lines down (a flush) or dropping them.
+    pub fn flush_levels(&mut self, core: CoreId, levels: &[Level], write_back: bool) {
+        let ports = self.cores[core.0 as usize];
+        for path in [ports.instr, ports.data] {
+            for i in 0..path.len as usize {
+                if levels.contains(&self.cache_level[path.at(i)]) {
+                    self.flush_at(&path, i, Scope::All, write_back);
+                }
+            }
+        }
+    }
+
+    /// Place `line` in `core`'s private cache of `level` for `task`, data
+    /// and all, without a lookup below: the idealized restore of a
+    /// migration study. Counts it as migrated in (or dropped if present);
+    /// returns whether it was placed.
+    pub fn install(&mut self, core: CoreId, level: Level, line: LineAddr, task: TaskId) -> bool {
+        let Some((path, i)) = self.private_level(core, level) else { return false };
+        let c = path.at(i);
+        if self.caches[c].contains(line) {
+            self.caches[c].stats.migrated_dropped += 1;
+            return false;
+        }
+        let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task };
+        self.caches[c].mark_seen(line);
+        let filled = self.caches[c].fill(line, false, &req);
+        if let Filled::Placed(Some(victim)) = filled {
+            self.evicted(&path, i, victim, task);
+        }
+        self.caches[c].mark_migrated(line);
+        filled != Filled::Bypassed
+    }
+
+    /// Queue migration prefetches of `lines` for `core`'s L2, on behalf of
+    /// `task`; they issue as the core runs, `per_cycle` per cycle.
+    pub fn queue_migration_prefetches(&mut self, core: CoreId, lines: &[LineAddr], task: TaskId, per_cycle: f64) {
+        let q = &mut self.migration_queues[core.0 as usize];
+        q.per_cycle = per_cycle;
+        q.lines.extend(lines.iter().map(|&l| (l, task)));
+    }
+
+    /// Migration prefetches still waiting at `core`.
+    pub fn pending_migration_prefetches(&self, core: CoreId) -> usize {
+        self.migration_queues[core.0 as usize].lines.len()
+    }
+
+    /// `cycles` passed on core `c`: issue the migration prefetches they
+    /// allow into its L2, through the levels below; a line already present
+    /// is dropped.
+    #[inline(never)]
+    fn drain_migration_queue(&mut self, c: usize, cycles: f64) {
+        let core = CoreId(c as u32);
+        let Some((path, i)) = self.private_level(core, Level::L2) else {
+            self.migration_queues[c].lines.clear();
+            return;
+        };
+        let l2 = path.at(i);
+        let node = self.cores[c].node;
+        let q = &mut self.migration_queues[c];
+        q.credit += cycles * q.per_cycle;
+        while self.migration_queues[c].credit >= 1.0 {
+            let Some((line, task)) = self.migration_queues[c].lines.pop_front() else { break };
+            self.migration_queues[c].credit -= 1.0;
+            if self.caches[l2].contains(line) {
+                self.caches[l2].stats.migrated_dropped += 1;
+                continue;
+            }
+            let fetch = Req { kind: ReqKind::Prefetch, pc: VirtAddr(0), task };
+            self.miss_at(&path, i, line, &fetch, node);
+            self.caches[l2].mark_migrated(line);
+        }
+        if self.migration_queues[c].lines.is_empty() {
+            self.migration_queues[c].credit = 0.0;
+        }
     }
 
     /// Flush the TLBs of `core`: every entry, or those of one asid.

@@ -42,6 +42,10 @@ impl Replacement for Lru {
         true
     }
 
+    fn recency(&self, set: usize, way: usize) -> Option<u32> {
+        Some(self.stamps.get(set, way))
+    }
+
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
         self.stamps.oldest(q)

@@ -201,6 +201,15 @@ pub trait Replacement {
     fn rehit_is_noop(&self) -> bool {
         false
     }
+
+    /// When the line in `way` of `set` was last used, comparable across
+    /// the sets of one cache (larger is more recent), for mechanisms that
+    /// pick a cache's most recently used lines. Optional: `None` for
+    /// policies that keep no such order.
+    fn recency(&self, set: usize, way: usize) -> Option<u32> {
+        let _ = (set, way);
+        None
+    }
 }
 
 /// Declares the registered policies: the config enum (via
@@ -247,6 +256,9 @@ macro_rules! policies {
             }
             fn rehit_is_noop(&self) -> bool {
                 match self { $(Policy::$variant(p) => p.rehit_is_noop()),+ }
+            }
+            fn recency(&self, set: usize, way: usize) -> Option<u32> {
+                match self { $(Policy::$variant(p) => p.recency(set, way)),+ }
             }
         }
     };
@@ -322,6 +334,12 @@ impl Stamps {
     /// Zeroed stamps for `sets x ways` lines.
     pub(crate) fn new(sets: usize, ways: usize) -> Stamps {
         Stamps { stamps: vec![0; sets * ways], ways, clock: Stamps::MID, low: Stamps::MID - 1 }
+    }
+
+    /// The stamp of the line in `set`, `way`. Comparable across sets until
+    /// the first renumbering (after 2G stamps), which ranks each set alone.
+    pub(crate) fn get(&self, set: usize, way: usize) -> u32 {
+        self.stamps[set * self.ways + way]
     }
 
     /// Stamp the line in `set`, `way` newer than every other line.

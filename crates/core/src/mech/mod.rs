@@ -12,6 +12,7 @@
 
 pub mod aging;
 pub mod aging_total;
+pub mod cs_estimator;
 pub mod tlb_flush;
 pub mod tlb_preserve;
 
@@ -64,6 +65,9 @@ pub enum Event {
     },
     /// The scheduler's periodic tick (load balancing, hypervisor bookkeeping).
     Tick,
+    /// A point a mechanism asked for inside the task's slice
+    /// ([`Mechanism::mark`]); the task keeps running.
+    Mark,
 }
 
 impl Event {
@@ -74,6 +78,7 @@ impl Event {
             Event::SwitchIn => "switch_in",
             Event::Migrate { .. } => "migrate",
             Event::Tick => "tick",
+            Event::Mark => "mark",
         }
     }
 }
@@ -150,6 +155,15 @@ pub trait Mechanism: Send {
         Ok(0)
     }
 
+    /// Where in a slice of `slice_cycles` cycles (`None`: a slice in
+    /// instructions or unbounded) the mechanism wants an [`Event::Mark`]
+    /// for the running task, asked whenever a slice starts. The engine ends
+    /// a chunk there exactly, as at any cycle deadline. Default: none.
+    fn mark(&self, slice_cycles: Option<u64>) -> Option<Mark> {
+        let _ = slice_cycles;
+        None
+    }
+
     /// Whether [`Mechanism::on_access`] should be called. Asked once when
     /// the mechanism is added; when no mechanism wants it, the engine runs
     /// accesses in batches without the hook.
@@ -173,6 +187,15 @@ pub trait Mechanism: Send {
     fn results(&mut self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+}
+
+/// A point inside a slice, asked for by [`Mechanism::mark`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    /// Cycles after the start of the slice.
+    pub after: u64,
+    /// Then again every this many cycles until the slice ends.
+    pub every: Option<u64>,
 }
 
 /// Declares a struct of `u64` counters and its `named()` list, in
@@ -214,6 +237,7 @@ crate::register! {
     fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>>;
     "tlb-flush" => TlbFlush(tlb_flush::TlbFlushParams),
     "tlb-preserve" => TlbPreserve(tlb_preserve::TlbPreserveParams),
+    "cs-estimator" => CsEstimator(cs_estimator::CsEstimatorParams),
 }
 
 impl MechanismConfig {
@@ -222,7 +246,7 @@ impl MechanismConfig {
     pub fn resolve(&mut self, loc: &str) -> Result<()> {
         match self {
             MechanismConfig::TlbPreserve(p) => p.resolve(loc),
-            MechanismConfig::TlbFlush(_) => Ok(()),
+            MechanismConfig::TlbFlush(_) | MechanismConfig::CsEstimator(_) => Ok(()),
         }
     }
 }

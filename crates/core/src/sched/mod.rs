@@ -12,6 +12,7 @@
 //! One policy per file, registered by one line below.
 
 pub mod balance;
+pub mod elastic;
 pub mod forced;
 pub mod hypervisor;
 pub mod pinned;
@@ -296,6 +297,7 @@ crate::register! {
     "forced" => Forced(forced::ForcedParams),
     "hypervisor" => Hypervisor(hypervisor::HypervisorParams),
     "python" => Python(python::PythonParams),
+    "ets" => Ets(elastic::EtsParams),
 }
 
 /// The default quantum of the policies that take one: 10 ms, the Linux

@@ -50,7 +50,7 @@ def test_results_tables_and_exports(tmp_path):
     out = r.save(tmp_path / "out")
     assert json.loads((out / "results.json").read_text())["summary"] == r.summary
     assert pq.read_table(out / "levels.parquet").num_rows == len(r.levels)
-    assert set(r.to_arrow()) == {"tasks", "cores", "levels", "intervals", "windows", "events", "caches", "tlbs",
+    assert set(r.to_arrow()) == {"tasks", "cores", "levels", "intervals", "windows", "slices", "events", "caches", "tlbs",
                                  "memory"}
 
 

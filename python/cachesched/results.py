@@ -21,7 +21,7 @@ class Results:
     """What a run reports.
 
     ``summary`` and ``config`` are plain dicts; :attr:`tasks`, :attr:`cores`,
-    :attr:`levels`, :attr:`intervals`, :attr:`windows`, :attr:`events`,
+    :attr:`levels`, :attr:`intervals`, :attr:`windows`, :attr:`slices`, :attr:`events`,
     :attr:`caches`, :attr:`tlbs`, :attr:`memory` and :attr:`mechanisms` are
     pandas DataFrames;
     :meth:`to_json`, :meth:`to_arrow` and :meth:`save` export them.
@@ -132,6 +132,30 @@ class Results:
         return self._stretches("windows", {renamed.get(k, k): k for k in keys})
 
     @property
+    def slices(self) -> pd.DataFrame:
+        """One row per schedule of a task (switch-in to switch-out, in the
+        order they ended; ``stats.slices``): task, core, ``start``/``end``
+        (the core's clock), ``length`` (cycles), ``gap`` (cycles since the
+        task's previous switch-out: the latency a co-runner sees; NaN for its
+        first schedule), instructions, LLC misses and the switch-induced ones
+        (the cost of the switch *before* it; 0 unless ``llc`` is attributed),
+        the LLC residual lines it left on this core and found again (NaN when
+        it last ran elsewhere), and the switch-miss estimate a
+        ``cs-estimator`` published at its end (``estimate``, the halves
+        ``c1``/``c2``, the full-directory count ``full``, ``reliable``; NaN
+        without one). See ``docs/elastic-time-slicing.md``."""
+        columns = ["task", "core", "start", "end", "instructions", "llc_misses", "llc_switch_misses",
+                   "residual_left", "residual_found", "estimate", "c1", "c2", "full", "reliable"]
+        df = pd.DataFrame(self._data.get("slices", []), columns=columns)
+        for col in ("residual_left", "residual_found", "estimate", "c1", "c2", "full"):
+            df[col] = df[col].astype("Int64")
+        df["reliable"] = df["reliable"].astype("boolean")
+        df.insert(4, "length", df["end"] - df["start"])
+        previous_end = df.sort_values(["task", "start"]).groupby("task")["end"].shift()
+        df.insert(5, "gap", df["start"] - previous_end)
+        return df
+
+    @property
     def events(self) -> pd.DataFrame:
         """The event log: time (the core's clock), core, task, event
         (``switch_in``, ``switch_out``, ``migrate``, ``tick``), and for
@@ -225,7 +249,7 @@ class Results:
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table by name (``mechanisms`` only when the run had some)."""
         tables = {"tasks": self.tasks, "cores": self.cores, "levels": self.levels, "intervals": self.intervals,
-                  "windows": self.windows, "events": self.events, "caches": self.caches, "tlbs": self.tlbs,
+                  "windows": self.windows, "slices": self.slices, "events": self.events, "caches": self.caches, "tlbs": self.tlbs,
                   "memory": self.memory}
         if self._data.get("mechanisms"):
             tables["mechanisms"] = self.mechanisms

@@ -31,8 +31,8 @@ use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, 
 use crate::mem::machine::Machine;
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::stats::{
-    CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, MechanismResult, Results, Summary, TaskResult,
-    TaskSchedCounts, TlbResult, WindowRow,
+    CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, MechanismResult, Results, SliceRow, Summary,
+    TaskResult, TaskSchedCounts, TlbResult, WindowRow,
 };
 use crate::trace::prefetch::Prefetched;
 use crate::trace::{Workload, WorkloadCtx};
@@ -68,6 +68,8 @@ struct TaskRun {
     counts: TaskSchedCounts,
     interval: Option<Mark>,
     window: Option<Window>,
+    /// Its current schedule (since its last switch-in), for the `slices` table.
+    schedule: Option<SliceRow>,
 }
 
 /// The start of a task's current interval.
@@ -104,6 +106,9 @@ struct CoreRun {
     until_instructions: Option<u64>,
     /// The running task's counters when it switched in (or warm-up ended).
     stint: Counts,
+    /// The next mark a mechanism asked for in the running slice (core
+    /// clock), and its period.
+    mark: Option<(u64, Option<u64>)>,
     totals: CoreTotals,
 }
 
@@ -135,6 +140,7 @@ pub struct Engine {
     events: Vec<EventRecord>,
     intervals: Vec<IntervalRow>,
     windows: Vec<WindowRow>,
+    slices: Vec<SliceRow>,
 }
 
 impl Engine {
@@ -191,6 +197,7 @@ impl Engine {
                 counts,
                 interval: None,
                 window: None,
+                schedule: None,
             });
         }
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.clone())).collect();
@@ -223,6 +230,7 @@ impl Engine {
             events: Vec::new(),
             intervals: Vec::new(),
             windows: Vec::new(),
+            slices: Vec::new(),
         })
     }
 
@@ -447,7 +455,26 @@ impl Engine {
         self.tasks[task.0 as usize].left = Some((CoreId(c as u32), self.machine.resident(CoreId(c as u32), task)));
         self.cores[c].until_cycles = None;
         self.cores[c].until_instructions = None;
-        self.emit(now, Some(c), Some(task), Event::SwitchOut)
+        self.cores[c].mark = None;
+        self.emit(now, Some(c), Some(task), Event::SwitchOut)?;
+        self.close_schedule(task, now);
+        Ok(())
+    }
+
+    /// `task` was switched out at `now`: take the switch-miss estimate a
+    /// mechanism published, and record the schedule in the `slices` table.
+    fn close_schedule(&mut self, task: TaskId, now: u64) {
+        let ti = task.0 as usize;
+        let estimate = self.machine.atd().and_then(|a| a.published(task));
+        self.views[ti].switch_estimate = estimate;
+        let Some(mut row) = self.tasks[ti].schedule.take() else { return };
+        let llc = &self.machine.tasks[ti].levels[Level::Llc as usize];
+        row.end = now;
+        row.instructions = self.views[ti].instructions - row.instructions;
+        row.llc_misses = llc.total_misses() - row.llc_misses;
+        row.llc_switch_misses = llc.induced.switch.iter().sum::<u64>() - row.llc_switch_misses;
+        row.set_estimate(estimate.filter(|e| e.time > row.start));
+        self.slices.push(row);
     }
 
     /// Queue `task` (already off any core) on `to`: at the front if live,
@@ -552,10 +579,20 @@ impl Engine {
         let counts = Counts::of(&self.machine.tasks[ti], 0);
         self.cores[c].stint = counts;
         let mut cost = self.config.config.run.switch_cycles;
+        let mut residual = None;
         if let (Some((left_core, left)), true) = (self.tasks[ti].left, self.measuring) {
             if left_core == core {
-                self.tasks[ti].counts.residual.add(left, self.machine.resident(core, task));
+                let found = self.machine.resident(core, task);
+                self.tasks[ti].counts.residual.add(left, found);
+                residual = Some((left[Level::Llc as usize], found[Level::Llc as usize]));
             }
+        }
+        if self.measuring && self.config.config.stats.slices {
+            let llc = &self.machine.tasks[ti].levels[Level::Llc as usize];
+            let (instructions, misses) = (self.views[ti].instructions, llc.total_misses());
+            let switch_misses = llc.induced.switch.iter().sum();
+            self.tasks[ti].schedule =
+                Some(SliceRow::open(task.0, core.0, now, (instructions, misses, switch_misses), residual));
         }
         if let Some(from) = self.views[ti].last_core.filter(|&f| f != core) {
             self.machine.moved(task);
@@ -589,6 +626,8 @@ impl Engine {
         // At least one cycle or instruction, so that every slice makes progress.
         self.cores[c].until_cycles = slice.cycles.map(|n| self.cores[c].clock + n.max(1));
         self.cores[c].until_instructions = slice.instructions.map(|n| view.instructions + n.max(1));
+        let mark = self.mechanisms.iter().filter_map(|m| m.mark(slice.cycles)).min_by_key(|m| m.after);
+        self.cores[c].mark = mark.map(|m| (self.cores[c].clock + m.after, m.every));
         Ok(())
     }
 
@@ -613,6 +652,10 @@ impl Engine {
 
     /// Run one chunk of `task` on core `c`.
     fn step(&mut self, c: usize, task: TaskId, limit: Option<u64>) -> Result<()> {
+        if let Some((at, every)) = self.cores[c].mark.filter(|m| self.cores[c].clock >= m.0) {
+            self.cores[c].mark = every.map(|e| (at + e.max(1), Some(e)));
+            return self.emit(self.cores[c].clock, Some(c), Some(task), Event::Mark);
+        }
         let ti = task.0 as usize;
         if !self.refill(c, ti)? {
             return Ok(());
@@ -632,7 +675,8 @@ impl Engine {
         let instr_marks =
             [core.until_instructions, run.interval.as_ref().map(|m| m.end), run.window.as_ref().map(|w| w.end)];
         let instr_room = instr_marks.into_iter().flatten().min().map(|m| m.saturating_sub(view.instructions));
-        let cycle_room = [core.until_cycles, self.next_tick].into_iter().flatten().min().map(|m| m - core.clock);
+        let cycle_deadlines = [core.until_cycles, self.next_tick, core.mark.map(|m| m.0)];
+        let cycle_room = cycle_deadlines.into_iter().flatten().min().map(|m| m - core.clock);
         let chunk = &run.buf[run.pos..run.pos + most as usize];
         let (n, instructions) = cut(chunk, instr_room, cycle_room, self.base_cpi, self.max_stall);
         let chunk = &chunk[..n];
@@ -857,6 +901,7 @@ impl Engine {
             cores,
             intervals: std::mem::take(&mut self.intervals),
             windows: std::mem::take(&mut self.windows),
+            slices: std::mem::take(&mut self.slices),
             events: std::mem::take(&mut self.events),
             caches: m
                 .caches()

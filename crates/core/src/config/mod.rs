@@ -78,11 +78,14 @@ pub struct StatsParams {
     pub window: Option<Span>,
     /// Keep the event log (switches, migrations, ticks).
     pub events: bool,
+    /// Keep the `slices` table: a row per schedule of a task (switch-in to
+    /// switch-out), with the switch-miss estimate published at its end.
+    pub slices: bool,
 }
 
 impl Default for StatsParams {
     fn default() -> Self {
-        StatsParams { interval: None, window: None, events: true }
+        StatsParams { interval: None, window: None, events: true, slices: true }
     }
 }
 

@@ -185,7 +185,7 @@ impl Mechanism for MigrationPrefetch {
                 }
                 self.stored[t] = None;
             }
-            Event::Tick => {}
+            Event::Tick | Event::Mark => {}
         }
         Ok(0)
     }

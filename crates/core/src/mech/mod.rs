@@ -13,6 +13,7 @@
 pub mod aging;
 pub mod aging_total;
 pub mod cache_flush;
+pub mod cs_estimator;
 pub mod l2_restore;
 pub mod l2_select;
 pub mod migration_prefetch;
@@ -68,6 +69,9 @@ pub enum Event {
     },
     /// The scheduler's periodic tick (load balancing, hypervisor bookkeeping).
     Tick,
+    /// A point a mechanism asked for inside the task's slice
+    /// ([`Mechanism::mark`]); the task keeps running.
+    Mark,
 }
 
 impl Event {
@@ -78,6 +82,7 @@ impl Event {
             Event::SwitchIn => "switch_in",
             Event::Migrate { .. } => "migrate",
             Event::Tick => "tick",
+            Event::Mark => "mark",
         }
     }
 }
@@ -154,6 +159,15 @@ pub trait Mechanism: Send {
         Ok(0)
     }
 
+    /// Where in a slice of `slice_cycles` cycles (`None`: a slice in
+    /// instructions or unbounded) the mechanism wants an [`Event::Mark`]
+    /// for the running task, asked whenever a slice starts. The engine ends
+    /// a chunk there exactly, as at any cycle deadline. Default: none.
+    fn mark(&self, slice_cycles: Option<u64>) -> Option<Mark> {
+        let _ = slice_cycles;
+        None
+    }
+
     /// Whether [`Mechanism::on_access`] should be called. Asked once when
     /// the mechanism is added; when no mechanism wants it, the engine runs
     /// accesses in batches without the hook.
@@ -177,6 +191,15 @@ pub trait Mechanism: Send {
     fn results(&mut self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+}
+
+/// A point inside a slice, asked for by [`Mechanism::mark`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    /// Cycles after the start of the slice.
+    pub after: u64,
+    /// Then again every this many cycles until the slice ends.
+    pub every: Option<u64>,
 }
 
 /// Declares a struct of `u64` counters and its `named()` list, in
@@ -221,6 +244,7 @@ crate::register! {
     "cache-flush" => CacheFlush(cache_flush::CacheFlushParams),
     "l2-restore" => L2Restore(l2_restore::L2RestoreParams),
     "migration-prefetch" => MigrationPrefetch(migration_prefetch::MigrationPrefetchParams),
+    "cs-estimator" => CsEstimator(cs_estimator::CsEstimatorParams),
 }
 
 impl MechanismConfig {
@@ -232,7 +256,8 @@ impl MechanismConfig {
             MechanismConfig::TlbFlush(_)
             | MechanismConfig::CacheFlush(_)
             | MechanismConfig::L2Restore(_)
-            | MechanismConfig::MigrationPrefetch(_) => Ok(()),
+            | MechanismConfig::MigrationPrefetch(_)
+            | MechanismConfig::CsEstimator(_) => Ok(()),
         }
     }
 }

@@ -569,7 +569,7 @@ impl Mechanism for TlbPreserve {
                 self.params.flush.apply(&mut ctx);
                 Ok(self.restore(ctx.machine, core, task))
             }
-            Event::Tick => Ok(0),
+            Event::Tick | Event::Mark => Ok(0),
         }
     }
 

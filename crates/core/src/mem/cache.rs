@@ -237,6 +237,32 @@ pub enum Scope {
     Line(LineAddr),
 }
 
+/// Equal way partitioning: the ways each partition fills and each task's
+/// partition.
+#[derive(Debug, Clone)]
+struct Partition {
+    ranges: Vec<std::ops::Range<usize>>,
+    /// Per partition, per way: whether the way is outside it (the shape of
+    /// the policies' lock mask).
+    outside: Vec<Vec<bool>>,
+    /// Partition of each task (tasks not assigned: 0).
+    of: Vec<u16>,
+}
+
+impl Partition {
+    fn part(&self, task: TaskId) -> usize {
+        self.of.get(task.0 as usize).copied().unwrap_or(0) as usize
+    }
+
+    fn outside(&self, task: TaskId) -> &[bool] {
+        &self.outside[self.part(task)]
+    }
+
+    fn first_invalid(&self, tags: &TagArray, set: usize, task: TaskId) -> Option<usize> {
+        self.ranges[self.part(task)].clone().find(|&way| tags.get(Slot { set, way }) == INVALID)
+    }
+}
+
 /// A line's owner task, dirty bit and how it came (brought by a prefetcher,
 /// or by a migration mechanism, and not used since) in one word, so that a
 /// fill or an eviction touches one host cache line of per-line state, not two.
@@ -360,6 +386,8 @@ pub struct Cache {
     owned: Vec<u64>,
     locked: Vec<bool>,
     locked_count: usize,
+    /// Equal way partitioning, if set ([`Cache::partition_ways`]).
+    partition: Option<Box<Partition>>,
     policy: Policy,
     seen: SeenSet,
     /// Cycles an access served here costs.
@@ -405,6 +433,7 @@ impl Cache {
             owned: Vec::new(),
             locked: vec![false; sets * ways],
             locked_count: 0,
+            partition: None,
             policy,
             seen: SeenSet::default(),
             latency_cycles: params.latency_cycles,
@@ -632,10 +661,18 @@ impl Cache {
         let set = self.set_of(line);
         let ways = self.tags.ways();
         let base = set * ways;
-        let (slot, evicted) = match self.tags.first_invalid(set) {
+        let free = match &self.partition {
+            Some(p) => p.first_invalid(&self.tags, set, req.task),
+            None => self.tags.first_invalid(set),
+        };
+        let (slot, evicted) = match free {
             Some(way) => (Slot { set, way }, None),
             None => {
-                let locked = if self.locked_count > 0 { Some(&self.locked[base..base + ways]) } else { None };
+                let locked = match &self.partition {
+                    Some(p) => Some(p.outside(req.task)),
+                    None if self.locked_count > 0 => Some(&self.locked[base..base + ways]),
+                    None => None,
+                };
                 if locked.is_some_and(|l| l.iter().all(|&x| x)) {
                     self.stats.bypasses += 1;
                     return Filled::Bypassed;
@@ -687,6 +724,38 @@ impl Cache {
         if task != TaskId::NONE {
             self.owned[task.0 as usize] -= 1;
         }
+    }
+
+    /// Split the ways equally into `parts` partitions (the last takes what
+    /// does not divide); a task fills only the ways of its partition
+    /// ([`Cache::assign_partition`], default 0) and its victims come from
+    /// them, under the cache's policy. Hits are not restricted. Lock bits
+    /// are ignored while partitioned.
+    pub fn partition_ways(&mut self, parts: usize) {
+        let ways = self.ways();
+        let parts = parts.clamp(1, ways);
+        let range = |p: usize| p * (ways / parts)..if p + 1 == parts { ways } else { (p + 1) * (ways / parts) };
+        let outside = (0..parts).map(|p| (0..ways).map(|w| !range(p).contains(&w)).collect()).collect();
+        self.partition = Some(Box::new(Partition { ranges: (0..parts).map(range).collect(), outside, of: Vec::new() }));
+    }
+
+    /// `task` fills partition `part` from now on (no effect unpartitioned).
+    pub fn assign_partition(&mut self, task: TaskId, part: usize) {
+        if let (Some(p), true) = (&mut self.partition, task != TaskId::NONE) {
+            let t = task.0 as usize;
+            if p.of.len() <= t {
+                p.of.resize(t + 1, 0);
+            }
+            p.of[t] = part.min(p.ranges.len() - 1) as u16;
+        }
+    }
+
+    /// The task that brought in the line in `slot` ([`TaskId::NONE`] if
+    /// the way is empty or the line came without a task, e.g. a flush's
+    /// write-back).
+    #[inline]
+    pub fn owner_at(&self, slot: Slot) -> TaskId {
+        self.meta[self.at(slot)].owner()
     }
 
     /// Lines held that were brought in for `task` (its residual footprint:

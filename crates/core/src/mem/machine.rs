@@ -28,6 +28,7 @@ use super::replacement::ReqKind;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
 use crate::config::ByteSize;
 use crate::error::{Issues, Result};
+use crate::stats::atd::Atd;
 use crate::stats::attribution::{Attributed, Attribution};
 use crate::stats::{Level, NodeStats, TaskStats};
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
@@ -361,6 +362,9 @@ pub struct Machine {
     prefetchers: Vec<Option<Prefetcher>>,
     /// Per core, the migration prefetches waiting for its L2.
     migration_queues: Vec<MigrationQueue>,
+    /// The switch-miss estimator's tag directory over the LLCs, when a
+    /// `cs-estimator` mechanism installed one (see [`Machine::install_atd`]).
+    atd: Option<Box<Atd>>,
 }
 
 /// Lines a migration prefetcher sent to a core's L2, issued as the core's
@@ -487,6 +491,7 @@ impl Machine {
             prefetchers,
             migration_queues,
             attribution: Self::attribution(params, line_bits, seed)?,
+            atd: None,
         })
     }
 
@@ -956,6 +961,9 @@ impl Machine {
         if let Some(a) = &mut self.attribution {
             a.place(self.cache_level[c], req, line);
         }
+        if let Some(atd) = &mut self.atd {
+            atd.fill(c, self.caches[c].last_slot());
+        }
     }
 
     /// Cycles of a page walk: fixed, or the page-table entry reads through
@@ -1017,6 +1025,9 @@ impl Machine {
             self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
             if self.caches[c].tracks_use() {
                 self.caches[c].use_marked(slot);
+            }
+            if let Some(atd) = &mut self.atd {
+                atd.hit(c, slot, self.caches[c].owner_at(slot));
             }
             if self.prefetchers[c].is_some() {
                 self.prefetch(path, i, line, req, true, node);
@@ -1398,6 +1409,53 @@ impl Machine {
             n.pages = self.page_table.frames_used(n.node);
         }
         nodes
+    }
+
+    // --- The elastic-time-slicing estimator (`mech::cs_estimator`). ---
+
+    /// The indexes of the LLCs in [`Machine::caches`], one per socket.
+    fn llcs(&self) -> Vec<usize> {
+        (0..self.caches.len()).filter(|&c| self.cache_level[c] == Level::Llc).collect()
+    }
+
+    /// Watch every LLC with a switch-miss tag directory sampling one set in
+    /// `2^shift` (replacing any installed before). Its bits start clear.
+    pub fn install_atd(&mut self, shift: u32) {
+        self.atd = Some(Box::new(Atd::new(&self.caches, &self.llcs(), shift)));
+    }
+
+    /// The switch-miss tag directory, if installed.
+    pub fn atd(&self) -> Option<&Atd> {
+        self.atd.as_deref()
+    }
+
+    /// The switch-miss tag directory, if installed.
+    pub fn atd_mut(&mut self) -> Option<&mut Atd> {
+        self.atd.as_deref_mut()
+    }
+
+    /// Emulate a context switch of `task` in the tag directory (clear the
+    /// bits of its lines, zero its counts); nothing without one.
+    pub fn emulate_switch(&mut self, task: TaskId) {
+        if let Some(atd) = &mut self.atd {
+            atd.emulate_switch(&self.caches, task);
+        }
+    }
+
+    /// Split the ways of every LLC equally among the cores of its socket.
+    pub fn partition_llc_ways(&mut self) {
+        for c in self.llcs() {
+            self.caches[c].partition_ways(self.cores_per_socket);
+        }
+    }
+
+    /// `task` now runs on `core`: in a way-partitioned LLC it fills the
+    /// ways of that core's partition.
+    pub fn assign_llc_partition(&mut self, task: TaskId, core: CoreId) {
+        let part = core.0 as usize % self.cores_per_socket;
+        for c in self.llcs() {
+            self.caches[c].assign_partition(task, part);
+        }
     }
 
     /// Index of the cache with component path `path`.

@@ -12,6 +12,7 @@
 //! One policy per file, registered by one line below.
 
 pub mod balance;
+pub mod elastic;
 pub mod forced;
 pub mod hypervisor;
 pub mod pinned;
@@ -24,6 +25,7 @@ use crate::config::tasks::TaskSpec;
 use crate::config::units::{Budget, Span};
 use crate::error::{join_path, Error, Result};
 use crate::mech::Timing;
+use crate::stats::atd::Estimate;
 use crate::types::{CoreId, TaskId};
 
 /// Sockets and cores, numbered socket-major.
@@ -82,6 +84,10 @@ pub struct TaskView {
     pub slice_instructions: u64,
     /// Cycles of its current (or last) slice.
     pub slice_cycles: u64,
+    /// The latest estimate of the misses a context switch costs it, as a
+    /// `cs-estimator` mechanism published it (updated at each switch-out;
+    /// `None` without one, or before the first).
+    pub switch_estimate: Option<Estimate>,
 }
 
 impl TaskView {
@@ -96,6 +102,7 @@ impl TaskView {
             cycles: 0,
             slice_instructions: 0,
             slice_cycles: 0,
+            switch_estimate: None,
         }
     }
 }
@@ -290,6 +297,7 @@ crate::register! {
     "forced" => Forced(forced::ForcedParams),
     "hypervisor" => Hypervisor(hypervisor::HypervisorParams),
     "python" => Python(python::PythonParams),
+    "ets" => Ets(elastic::EtsParams),
 }
 
 /// The default quantum of the policies that take one: 10 ms, the Linux

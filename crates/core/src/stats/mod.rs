@@ -8,6 +8,7 @@
 //! interval, a post-migration window), and the [`Results`] document that
 //! leaves the core as JSON.
 
+pub mod atd;
 pub mod attribution;
 
 use serde::ser::SerializeMap;
@@ -484,6 +485,72 @@ pub struct NodeStats {
     pub pages: u64,
 }
 
+/// One schedule of a task: from a switch-in to the next switch-out (a task
+/// that keeps its core for another slice stays in the same schedule).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SliceRow {
+    /// The task.
+    pub task: u32,
+    /// The core it ran on.
+    pub core: u32,
+    /// Core clock at the switch-in and at the switch-out.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// Instructions retired.
+    pub instructions: u64,
+    /// LLC demand misses.
+    pub llc_misses: u64,
+    /// Of those, switch-induced (0 unless `llc` is in `machine.attribution`):
+    /// the cost of the switch *before* this schedule.
+    pub llc_switch_misses: u64,
+    /// LLC lines of the task on this core when it last left it and now
+    /// (`None` when it last ran elsewhere, or never).
+    pub residual_left: Option<u64>,
+    /// See `residual_left`.
+    pub residual_found: Option<u64>,
+    /// The switch-miss estimate published in this schedule (`None` without
+    /// a `cs-estimator`, or when no emulated switch happened in it): the
+    /// predicted cost of the switch *after* it.
+    pub estimate: Option<u64>,
+    /// The two halves' sampled counts behind it.
+    pub c1: Option<u64>,
+    /// See `c1`.
+    pub c2: Option<u64>,
+    /// The count a full tag directory (every set) made over the same window.
+    pub full: Option<u64>,
+    /// Whether the halves agreed (else a scheduler keeps the slice it had).
+    pub reliable: Option<bool>,
+}
+
+impl SliceRow {
+    /// A schedule opening at `start`, with the task's instructions, LLC
+    /// misses and switch-induced LLC misses so far (closed by subtracting).
+    pub fn open(task: u32, core: u32, start: u64, so_far: (u64, u64, u64), residual: Option<(u64, u64)>) -> SliceRow {
+        let (instructions, llc_misses, llc_switch_misses) = so_far;
+        SliceRow {
+            task,
+            core,
+            start,
+            instructions,
+            llc_misses,
+            llc_switch_misses,
+            residual_left: residual.map(|r| r.0),
+            residual_found: residual.map(|r| r.1),
+            ..Default::default()
+        }
+    }
+
+    /// Fill in the estimate columns.
+    pub fn set_estimate(&mut self, estimate: Option<atd::Estimate>) {
+        self.estimate = estimate.map(|e| e.misses);
+        self.c1 = estimate.map(|e| e.count.halves[0]);
+        self.c2 = estimate.map(|e| e.count.halves[1]);
+        self.full = estimate.map(|e| e.count.full);
+        self.reliable = estimate.map(|e| e.reliable);
+    }
+}
+
 /// Run-wide totals.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -526,6 +593,8 @@ pub struct Results {
     pub intervals: Vec<IntervalRow>,
     /// Per migration: the post-migration window of `stats.window` instructions.
     pub windows: Vec<WindowRow>,
+    /// Per schedule of a task (`stats.slices`), in the order they ended.
+    pub slices: Vec<SliceRow>,
     /// The event log.
     pub events: Vec<EventRecord>,
     /// Per cache instance.

@@ -51,6 +51,10 @@ pub struct Progress {
 /// checks for conditions that end a run, such as exhausted memory).
 const PROGRESS_EVERY: u64 = 1 << 20;
 
+/// Most tasks whose accesses a shared pool of threads produces ahead: each
+/// holds three buffers of two batches.
+const POOLED_TASKS: usize = 512;
+
 /// One task's stream and bookkeeping.
 struct TaskRun {
     workload: Box<dyn Workload>,
@@ -166,12 +170,14 @@ impl Engine {
             None => config.scheduler.build(&config.sched_build())?,
         };
         let run = &config.config.run;
-        // A producer thread per task pays only while each can have a host
-        // CPU beside the simulation's; beyond that they compete, and their
-        // buffers (a few batches each) add up over hundreds of tasks.
+        // A producer thread per task while each can have a host CPU beside
+        // the simulation's; beyond that, the spare CPUs' threads shared by
+        // all tasks, up to POOLED_TASKS (their buffers add up).
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let prefetch = run.prefetch && config.tasks.len() < host_cpus;
-        let mut tasks = Vec::with_capacity(config.tasks.len());
+        let n = config.tasks.len();
+        let own_threads = run.prefetch && n < host_cpus;
+        let pooled = run.prefetch && !own_threads && host_cpus > 1 && n <= POOLED_TASKS;
+        let mut workloads = Vec::with_capacity(n);
         for (i, spec) in config.tasks.iter().enumerate() {
             let ctx = WorkloadCtx {
                 seed,
@@ -181,9 +187,20 @@ impl Engine {
                 thread: spec.thread,
             };
             let mut workload = spec.workload.build(&ctx)?;
-            if prefetch {
+            if own_threads {
                 workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
             }
+            workloads.push(workload);
+        }
+        if pooled {
+            let batch = 2 * run.batch as usize;
+            workloads = Prefetched::pooled(workloads, host_cpus - 1, batch)?
+                .into_iter()
+                .map(|p| Box::new(p) as Box<dyn crate::trace::Workload>)
+                .collect();
+        }
+        let mut tasks = Vec::with_capacity(n);
+        for (spec, workload) in config.tasks.iter().zip(workloads) {
             let counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };
             tasks.push(TaskRun {
                 workload,

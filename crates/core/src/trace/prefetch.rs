@@ -6,9 +6,16 @@
 //! batches ahead, and hands the batches over through a bounded channel. The
 //! stream is the same, access for access, so results do not change; buffers
 //! travel back and forth, so nothing is allocated per batch.
+//!
+//! With more workloads than spare host CPUs (a scheduling run of dozens of
+//! tasks), a thread each would only compete; [`Prefetched::pooled`] shares
+//! the spare CPUs' threads among them instead, each thread refilling in turn
+//! the buffers its workloads have given back.
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
 
 use super::Workload;
 use crate::error::{Error, Result};
@@ -17,48 +24,110 @@ use crate::types::Access;
 /// Batches in flight between the producer and the consumer.
 const DEPTH: usize = 4;
 
-/// A workload whose accesses are produced on another thread.
+/// A workload whose accesses are produced on another thread: its own, or
+/// one of a [`Pool`]'s shared by many workloads.
 pub struct Prefetched {
-    full: Receiver<Result<Vec<Access>>>,
+    full: Batches,
     empty: SyncSender<Vec<Access>>,
     current: Vec<Access>,
     pos: usize,
     done: bool,
     len_hint: Option<u64>,
-    worker: Option<JoinHandle<()>>,
+    /// The producing thread: joined on drop if it is this workload's own;
+    /// woken when a buffer comes back if it is a pool's.
+    producer: Producer,
+}
+
+enum Producer {
+    Own(Option<JoinHandle<()>>),
+    Pooled(Arc<PoolThreads>),
+}
+
+/// The producing side of one workload: fills the empty buffers it is given.
+struct Source {
+    inner: Box<dyn Workload>,
+    full: SyncSender<Result<Vec<Access>>>,
+    empty: Receiver<Vec<Access>>,
+    batch: usize,
+}
+
+/// What [`Source::produce`] did.
+#[derive(PartialEq, Eq)]
+enum Produced {
+    /// Filled and sent a batch.
+    Batch,
+    /// No empty buffer was waiting.
+    Idle,
+    /// The stream ended, failed, or the consumer is gone.
+    Finished,
+}
+
+impl Source {
+    /// Fill one buffer: waiting for it if `wait`, else only if one is there.
+    fn produce(&mut self, wait: bool) -> Produced {
+        let buf = if wait {
+            self.empty.recv().ok()
+        } else {
+            match self.empty.try_recv() {
+                Ok(buf) => Some(buf),
+                Err(TryRecvError::Empty) => return Produced::Idle,
+                Err(TryRecvError::Disconnected) => None,
+            }
+        };
+        let Some(mut buf) = buf else { return Produced::Finished };
+        buf.resize(self.batch, Access::default());
+        let message = match self.inner.fill(&mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(buf)
+            }
+            Err(e) => Err(e),
+        };
+        let last = !matches!(&message, Ok(b) if !b.is_empty());
+        // Never blocks: of the buffers in circulation the consumer holds
+        // one and this thread one, so the channel has room for the rest.
+        if self.full.send(message).is_err() || last {
+            return Produced::Finished;
+        }
+        Produced::Batch
+    }
+}
+
+/// Full batches (or the error that ended the stream), producer to consumer.
+type Batches = Receiver<Result<Vec<Access>>>;
+
+/// The two ends of a new workload's channels, with `buffers` empty buffers
+/// of `batch` accesses in circulation: the producer's, and the consumer's
+/// batches and buffer return.
+fn channels(inner: Box<dyn Workload>, batch: usize, buffers: usize) -> (Source, Batches, SyncSender<Vec<Access>>) {
+    let batch = batch.max(1);
+    let (full_tx, full) = sync_channel::<Result<Vec<Access>>>(buffers);
+    let (empty, empty_rx) = sync_channel::<Vec<Access>>(buffers + 1);
+    for _ in 0..buffers {
+        empty.send(vec![Access::default(); batch]).expect("the receiver is alive");
+    }
+    (Source { inner, full: full_tx, empty: empty_rx, batch }, full, empty)
 }
 
 impl Prefetched {
     /// Run `inner` on a new thread, `batch` accesses at a time.
-    pub fn new(mut inner: Box<dyn Workload>, batch: usize) -> Result<Prefetched> {
-        let batch = batch.max(1);
-        let (full_tx, full) = sync_channel::<Result<Vec<Access>>>(DEPTH);
-        let (empty, empty_rx) = sync_channel::<Vec<Access>>(DEPTH + 2);
-        for _ in 0..DEPTH + 1 {
-            empty.send(vec![Access::default(); batch]).expect("the receiver is alive");
-        }
+    pub fn new(inner: Box<dyn Workload>, batch: usize) -> Result<Prefetched> {
         let len_hint = inner.len_hint();
+        let (mut source, full, empty) = channels(inner, batch, DEPTH + 1);
         let worker = std::thread::Builder::new()
             .name("cachesched-prefetch".into())
-            .spawn(move || {
-                // Ends when the stream ends, fails, or the consumer is gone.
-                while let Ok(mut buf) = empty_rx.recv() {
-                    buf.resize(batch, Access::default());
-                    let message = match inner.fill(&mut buf) {
-                        Ok(n) => {
-                            buf.truncate(n);
-                            Ok(buf)
-                        }
-                        Err(e) => Err(e),
-                    };
-                    let last = !matches!(&message, Ok(b) if !b.is_empty());
-                    if full_tx.send(message).is_err() || last {
-                        return;
-                    }
-                }
-            })
+            .spawn(move || while source.produce(true) == Produced::Batch {})
             .map_err(|e| Error::Simulation(format!("cannot start the prefetch thread: {e}")))?;
-        Ok(Prefetched { full, empty, current: Vec::new(), pos: 0, done: false, len_hint, worker: Some(worker) })
+        Ok(Prefetched::consumer(full, empty, len_hint, Producer::Own(Some(worker))))
+    }
+
+    fn consumer(
+        full: Batches,
+        empty: SyncSender<Vec<Access>>,
+        len_hint: Option<u64>,
+        producer: Producer,
+    ) -> Prefetched {
+        Prefetched { full, empty, current: Vec::new(), pos: 0, done: false, len_hint, producer }
     }
 
     /// The next batch from the producer; `false` at the end of the stream.
@@ -68,6 +137,9 @@ impl Prefetched {
         if used.capacity() > 0 {
             // The producer may already have finished; then the buffer is dropped.
             let _ = self.empty.send(used);
+            if let Producer::Pooled(pool) = &self.producer {
+                pool.wake();
+            }
         }
         match self.full.recv() {
             Ok(Ok(buf)) if buf.is_empty() => {
@@ -90,6 +162,78 @@ impl Prefetched {
     }
 }
 
+/// The threads of a pool of producers ([`Prefetched::pooled`]); joined
+/// when the last of its workloads is dropped.
+struct PoolThreads {
+    threads: Vec<Thread>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl PoolThreads {
+    fn wake(&self) {
+        self.threads.iter().for_each(Thread::unpark);
+    }
+}
+
+impl Drop for PoolThreads {
+    fn drop(&mut self) {
+        self.wake();
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Prefetched {
+    /// Produce `workloads` on a pool of `threads` threads shared by all of
+    /// them (for more workloads than spare host CPUs): each thread fills,
+    /// in turn, the empty buffers its workloads have given back, and sleeps
+    /// when there are none. `batch` accesses at a time, three buffers per
+    /// workload (fewer in flight than with a thread of its own, as a pool
+    /// serves many).
+    pub fn pooled(workloads: Vec<Box<dyn Workload>>, threads: usize, batch: usize) -> Result<Vec<Prefetched>> {
+        let threads = threads.clamp(1, workloads.len().max(1));
+        let mut shares: Vec<Vec<Source>> = (0..threads).map(|_| Vec::new()).collect();
+        let mut ends = Vec::with_capacity(workloads.len());
+        for (i, inner) in workloads.into_iter().enumerate() {
+            let len_hint = inner.len_hint();
+            let (source, full, empty) = channels(inner, batch, 3);
+            shares[i % threads].push(source);
+            ends.push((full, empty, len_hint));
+        }
+        let mut handles = Vec::with_capacity(threads);
+        for mut sources in shares {
+            let handle = std::thread::Builder::new()
+                .name("cachesched-prefetch".into())
+                .spawn(move || {
+                    while !sources.is_empty() {
+                        let mut busy = false;
+                        sources.retain_mut(|s| match s.produce(false) {
+                            Produced::Batch => {
+                                busy = true;
+                                true
+                            }
+                            Produced::Idle => true,
+                            Produced::Finished => false,
+                        });
+                        if !busy {
+                            // Woken when a buffer comes back; the timeout
+                            // only guards against a wake-up lost in a race.
+                            std::thread::park_timeout(Duration::from_millis(1));
+                        }
+                    }
+                })
+                .map_err(|e| Error::Simulation(format!("cannot start a prefetch thread: {e}")))?;
+            handles.push(handle);
+        }
+        let pool = Arc::new(PoolThreads { threads: handles.iter().map(|h| h.thread().clone()).collect(), handles });
+        Ok(ends
+            .into_iter()
+            .map(|(full, empty, len_hint)| Prefetched::consumer(full, empty, len_hint, Producer::Pooled(pool.clone())))
+            .collect())
+    }
+}
+
 impl Workload for Prefetched {
     fn fill(&mut self, out: &mut [Access]) -> Result<usize> {
         if self.pos == self.current.len() && (self.done || !self.refill()?) {
@@ -109,13 +253,19 @@ impl Workload for Prefetched {
 impl Drop for Prefetched {
     fn drop(&mut self) {
         // Closing our ends of the channels stops the producer at its next
-        // send or receive; wait for it so no thread outlives the workload.
+        // send or receive; wait for it so no thread outlives the workload
+        // (a pool's threads are joined with its last workload).
         let (_, dummy) = sync_channel(0);
         drop(std::mem::replace(&mut self.full, dummy));
         let (dummy, _) = sync_channel(0);
         drop(std::mem::replace(&mut self.empty, dummy));
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
+        match &mut self.producer {
+            Producer::Own(worker) => {
+                if let Some(worker) = worker.take() {
+                    let _ = worker.join();
+                }
+            }
+            Producer::Pooled(pool) => pool.wake(),
         }
     }
 }
@@ -167,6 +317,45 @@ mod tests {
         };
         assert_eq!(got, 3);
         assert_eq!(err.to_string(), "boom");
+    }
+
+    #[test]
+    fn a_pool_delivers_every_workload_its_own_stream() {
+        for threads in [1, 2, 3] {
+            let streams: Vec<Vec<Access>> = (0..7u64).map(|i| accesses(i * 997)).collect();
+            let workloads =
+                streams.iter().map(|s| Box::new(VecWorkload::new(s.clone())) as Box<dyn Workload>).collect();
+            let mut pooled = Prefetched::pooled(workloads, threads, 64).unwrap();
+            // Drain them interleaved, as the engine does.
+            let mut got: Vec<Vec<Access>> = vec![Vec::new(); pooled.len()];
+            let mut buf = [Access::default(); 50];
+            loop {
+                let mut any = false;
+                for (p, out) in pooled.iter_mut().zip(&mut got) {
+                    let n = p.fill(&mut buf).unwrap();
+                    out.extend_from_slice(&buf[..n]);
+                    any |= n > 0;
+                }
+                if !any {
+                    break;
+                }
+            }
+            assert_eq!(got, streams, "threads={threads}");
+        }
+    }
+
+    #[test]
+    fn a_pool_passes_errors_on_and_stops_when_dropped() {
+        let workloads: Vec<Box<dyn Workload>> =
+            vec![Box::new(Failing(2)), Box::new(VecWorkload::new(accesses(1_000_000)))];
+        let mut pooled = Prefetched::pooled(workloads, 1, 16).unwrap();
+        let mut buf = [Access::default(); 16];
+        // Failing(2) yields one access per fill, then fails.
+        assert_eq!(pooled[0].fill(&mut buf).unwrap(), 1);
+        assert_eq!(pooled[0].fill(&mut buf).unwrap(), 1);
+        assert_eq!(pooled[0].fill(&mut buf).unwrap_err().to_string(), "boom");
+        pooled[1].fill(&mut buf).unwrap();
+        drop(pooled); // joins the pool's thread: the test would hang if it did not stop
     }
 
     #[test]

@@ -640,12 +640,12 @@ impl Machine {
         let mut stall = 0u64;
         let mut next = 0;
         while next < batch.len() {
-            // A run pays for its setup over a few references: not worth it
-            // for a lone data reference between instruction fetches.
-            let data_ahead = batch[next..].iter().take(2).all(|a| a.kind != AccessKind::Ifetch);
             // Migration prefetches issue between references, one at a time.
             let draining = !self.migration_queues[c].lines.is_empty();
-            if self.shortcuts && data_ahead && !draining {
+            // A run pays for its setup over a few references: not worth it
+            // for a lone data reference between instruction fetches.
+            let fetch = |i: usize| batch.get(i).is_some_and(|a| a.kind == AccessKind::Ifetch);
+            if self.shortcuts && !draining && !fetch(next) && !fetch(next + 1) {
                 let (hits, cycles) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
                 next += hits;
                 stall += cycles;

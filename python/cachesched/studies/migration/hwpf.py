@@ -33,7 +33,7 @@ def run(ctx):
     traces = {b: Path(suite.record(b, ctx.size)["trace"]) for b in PROGRAMS}
     df = hardware_table(traces, PLAN[ctx.quick]["pmw"], runs.simulator(ctx, f"migration-hwpf-{ctx.size}"))
     runs.record_claims(ctx.claims, hardware_claims(df), _reason(ctx), source="hwpf_runs")
-    drawn = runs.draw(hardware_figures(df), ctx.out)
+    drawn = runs.draw(lambda: hardware_figures(df), ctx.out)
     method = ("<p>The runs of the migration-prefetcher part (remote live migrations, Local MRU-1 tags), with a "
               "<code>stride</code> (Chen and Baer, 256 entries, degree 1) or <code>stream</code> (Srinath et al., "
               "64 streams, distance 16, degree 2) prefetcher on the L2 (docs/prefetchers.md), alone or with the "

@@ -322,7 +322,7 @@ def run(ctx):
               + ("windows of 500K/250K instructions for the spec's 2M/1M" if ctx.quick else "the spec's windows")
               + "; one process alone, no OS activity; migrations every window along one run")
     runs.record_claims(ctx.claims, claims(df), reason, source="l2_runs")
-    drawn = runs.draw(figures(df), ctx.out)
+    drawn = runs.draw(lambda: figures(df), ctx.out)
     method = (f"<p>Each benchmark runs alone on the <code>migration-l2</code> machine (L1I 16KiB 2-way, L1D 16KiB "
               f"4-way, private 16-way L2 of 2 or 4 MB, 200-cycle memory, no TLB) and is forced to migrate between "
               f"its two cores every window of its instructions ({', '.join(f'{p:,}' for p in sorted({p for _, p in plan['combos']}))}), "

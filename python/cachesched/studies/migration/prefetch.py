@@ -346,7 +346,7 @@ def run(ctx):
     df = pd.concat([main, sweep_pmw, sweep_latency]).drop_duplicates(
         subset=["benchmark", "timing", "pmw", "latency", "tags_sent"]).reset_index(drop=True)
     runs.record_claims(ctx.claims, claims(df), _reason(ctx), source="prefetch_runs")
-    drawn = runs.draw(figures(df), ctx.out)
+    drawn = runs.draw(lambda: figures(df), ctx.out)
     method = ("<p>Each benchmark runs on one CPU of the <code>migration-prefetch</code> machine (2 sockets x 1 CPU, "
               "L1D 64KiB 4-way, the socket's 2MB 8-way L2, 150-cycle memory, no TLB) and is forced to migrate to the "
               f"other socket every {plan['pmw']:,} instructions (live or delayed); the destination's caches are "

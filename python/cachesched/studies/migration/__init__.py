@@ -57,7 +57,7 @@ class Part:
 
 
 PARTS = (
-    Part("tlb", "§3", "TLB preservation: save/restore and aging predictors", None),
+    Part("tlb", "§3", "TLB preservation: save/restore and aging predictors", "cachesched.studies.migration.tlb"),
     Part("l2", "§4", "Idealized L2 selection (Local/Regional/Global MRU)", None, (
         ("L1", "Saving the whole L2 gives low Efficiency: mcf and bzip2 touch < 30 % of restored lines, most ≤ 16 %",
          "< 30 % / ≤ 16 %"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...errors import ConfigError
 from ..claims import NOT_RUN, Claims
 from ..page import Section, write
 
@@ -125,7 +126,8 @@ def run(out: str | Path, *, quick: bool = False, parts: list[str] | None = None,
     chosen = parts or names
     bad = [p for p in chosen if p not in names]
     if bad:
-        raise ValueError(f"unknown part(s) {', '.join(bad)}; the study's parts: {', '.join(names)}")
+        raise ConfigError.single("parts", "invalid_value",
+                                 f"unknown part(s) {', '.join(bad)}; the study's parts: {', '.join(names)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(out=out, quick=quick, size=size or SIZES["quick" if quick else "full"],

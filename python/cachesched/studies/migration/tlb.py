@@ -556,7 +556,7 @@ def run(ctx: Any) -> Section:
     raw = measure(ctx)
     t = tables(derive(raw))
     reason = ("open programs instead of SPEC CPU2006"
-              + (f"; {limit or 'all'} references of each {ctx.size} trace instead of 16M, intervals and "
+              + (f"; {f'{limit:,}' if limit else 'all'} references of each {ctx.size} trace instead of 16M, intervals and "
                  f"windows scaled to × {scale:g}" if scale < 1 else "; 30M-reference traces")
               + "; repeated switches along one run instead of independent switch points")
     judge(ctx.claims, t, reason)

@@ -90,6 +90,26 @@ CLAIMS = (
             "save/restore entries are not reused"), "20–80 % (20–30 %)"),
 )
 
+#: What is known to make each claim's measurement differ, before the general
+#: reasons (programs, trace lengths, protocol) that apply to all.
+REASONS = {
+    "T1": "reuse depends on how many of the pages in the TLB at a switch the program touches again within the window, "
+          "a property of each program, and the stand-ins are other programs than SPEC's",
+    "T2": "a restored entry misses on first reuse only if evicted from both levels (L1 victims fill the L2 TLB: 768 "
+          "entries) before it, which depends on how many other pages the program touches first",
+    "T3": "the share of dead entries is a property of each program's page use; the stand-ins differ from SPEC",
+    "T4": "pairs are ranked by mean F1 here (the spec does not say how it ranked them); pairs that look back 3-4 "
+          "windows come within a few thousandths of each other",
+    "T5": "as T1 and T3: the stand-ins' page use differs from SPEC's (SPEC omnetpp reused 1 of 40 entries)",
+    "T6": "false negatives depend on how often a program returns to pages unused for B windows; the stand-ins differ",
+    "T7": "windows are ranked by mean F1 (the spec's criterion is not stated), and neighbouring windows differ little",
+    "T8": "as T6 and T3, at the shortest interval, where scaling makes windows shortest",
+    "T9": "accuracy depends on the window and the interval together; the spec does not say how it measured it",
+    "T10": "the spec does not give the evaluated threshold; with T 32 (its only example) the counter keeps only entries "
+           "referenced more than 32 times, halved each window, in the last few windows",
+    "T11": "the cut depends on each program's share of dead entries; the spec's own two figures disagree",
+}
+
 COUNTERS = ("restores", "candidates", "saved", "rejected", "reused", "unused", "reused_l1", "reused_l2",
             "reused_walk", "false_negatives", "cycles")
 
@@ -295,6 +315,10 @@ def _others(values: dict[str, float], *left_out: str) -> dict[str, float]:
     return {b: v for b, v in values.items() if b not in left_out}
 
 
+def _why(claim: str, general: str) -> str:
+    return f"{REASONS[claim]}; {general}" if claim in REASONS else general
+
+
 def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
     """Judge T1-T11 from the part's tables."""
     sr, a40, tot = t["tlb_save_restore"], t["tlb_aging_4_0"], t["tlb_aging_total"]
@@ -307,21 +331,21 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
         [("every benchmark but omnetpp reuses 60–100 % of its saved entries", all(60 <= v <= 100 for v in rest.values())),
          ("omnetpp reuses the fewest", reuse["omnetpp"] == min(reuse.values()))],
         f"reuse of saved entries: {_fmt(reuse)}; page walks avoided (all walks, against tlb-flush): {_fmt(walks)}",
-        reason=reason, source=f"{src} (interval 3M, reuse_pct, walks_avoided_pct)", reuse_pct=reuse,
+        reason=_why("T1", reason), source=f"{src} (interval 3M, reuse_pct, walks_avoided_pct)", reuse_pct=reuse,
         walks_avoided_pct=walks)
 
     first = _pick(sr, "first_hit_pct", interval=3 * M)
     claims["T2"].judge(
         [("every benchmark but mcf hits on ≥ 95 % of first reuses", all(v >= 95 for v in _others(first, "mcf").values())),
          ("mcf hits least", first["mcf"] == min(first.values()))],
-        f"TLB hit on first reuse: {_fmt(first)}", reason=reason, source=f"{src} (interval 3M, first_hit_pct)",
+        f"TLB hit on first reuse: {_fmt(first)}", reason=_why("T2", reason), source=f"{src} (interval 3M, first_hit_pct)",
         first_hit_pct=first)
 
     unused = _pick(sr, "unused_pct", interval=3 * M)
     claims["T3"].judge(
         [(f"{b} within 15 points of {s} % (measured {unused[b]:.0f} %)", abs(unused[b] - s) <= 15)
          for b, s in UNUSED.items()],
-        f"saved entries never reused: {_fmt(unused)}", reason=reason, source=f"{src} (interval 3M, unused_pct)",
+        f"saved entries never reused: {_fmt(unused)}", reason=_why("T3", reason), source=f"{src} (interval 3M, unused_pct)",
         unused_pct=unused)
 
     mean = t["tlb_aging_pairs_mean"]
@@ -342,7 +366,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
         f"best pairs by mean F1 at CS 3M, W 1M: {', '.join(best)} (F1 {best_f1:.3f}; (4,0) {m3.f1.get('(4,0)', np.nan):.3f}); "
         f"(4,0) ≡ (5,1): {'yes' if same else 'no'}; hmmer above the median false-negative rate for every pair: "
         f"{'yes' if hmmer_high else 'no'}",
-        reason=reason, source="tlb_aging_pairs_mean (f1), tlb_aging_pairs (fn_pct)", best=best,
+        reason=_why("T4", reason), source="tlb_aging_pairs_mean (f1), tlb_aging_pairs (fn_pct)", best=best,
         best_f1=float(best_f1), f1_4_0=float(m3.f1.get("(4,0)", np.nan)), same_4_0_5_1=bool(same),
         hmmer_fn_above_median=hmmer_high)
 
@@ -358,7 +382,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
          ("gobmk's first-reuse hit rate falls as the interval grows", gobmk[0] >= gobmk[1] >= gobmk[2])],
         f"mean reuse of predicted entries by interval: {_fmt(by_cs)}; footprint cut at 3M: {_fmt(cut3)}; "
         f"gobmk first-reuse hits 1M/3M/6M: {' / '.join(f'{v:.0f} %' for v in gobmk)}",
-        reason=reason, source="tlb_aging_4_0 (reuse_pct, footprint_cut_pct, first_hit_pct)",
+        reason=_why("T5", reason), source="tlb_aging_4_0 (reuse_pct, footprint_cut_pct, first_hit_pct)",
         reuse_by_interval=by_cs, footprint_cut_pct=cut3, gobmk_first_hit_pct=gobmk)
 
     fn3 = _pick(a40, "fn_pct", interval=3 * M)
@@ -371,7 +395,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
          ("hmmer has the most", fn3["hmmer"] == max(fn3.values())),
          ("most false negatives would have hit (lower bound > 50 %)", would > 50)],
         f"false negatives, % of entries, (4,0) at 3M: {_fmt(fn3)}; would have hit if saved (lower bound): {would:.0f} %",
-        reason=reason, source="tlb_aging_4_0 (fn_pct, fn_would_hit_pct)", fn_pct=fn3, fn_would_hit_pct=would)
+        reason=_why("T6", reason), source="tlb_aging_4_0 (fn_pct, fn_would_hit_pct)", fn_pct=fn3, fn_would_hit_pct=would)
 
     wm = t["tlb_windows_mean"]
     best_w = {_m(cs): _m(int(wm[wm.interval == cs].sort_values("f1", ascending=False).window.iloc[0]))
@@ -380,7 +404,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
         [(f"best window for CS {_m(cs)} is {_m(SPEC_WINDOWS[cs])} (measured {best_w[_m(cs)]})",
           best_w[_m(cs)] == _m(SPEC_WINDOWS[cs])) for cs in INTERVALS],
         "best window by mean F1 (threshold 0, B = CS / W): " + ", ".join(f"CS {k}: {v}" for k, v in best_w.items()),
-        reason=reason, source="tlb_windows_mean (f1)", best_window=best_w)
+        reason=_why("T7", reason), source="tlb_windows_mean (f1)", best_window=best_w)
 
     best = t["tlb_best_windows"]
     cut1, fn1 = _pick(best, "footprint_cut_pct", interval=1 * M), _pick(best, "fn_pct", interval=1 * M)
@@ -393,7 +417,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
          ("bzip2 and mcf unchanged (cut < 10 %)", max(cut1["bzip2"], cut1["mcf"]) < 10)],
         f"CS 1M, W 250K: footprint cut {_fmt(cut1)}; false negatives {_fmt(fn1)}; "
         f"false negatives that would have hit if saved (lower bound) {_fmt(hit1)}",
-        reason=reason, source="tlb_best_windows (interval 1M)", footprint_cut_pct=cut1, fn_pct=fn1,
+        reason=_why("T8", reason), source="tlb_best_windows (interval 1M)", footprint_cut_pct=cut1, fn_pct=fn1,
         fn_would_hit_pct=hit1)
 
     f1 = {_m(cs): _pick(best, "f1", interval=cs) for cs in INTERVALS}
@@ -405,7 +429,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
         "F1 at the spec's best windows 1M / 3M / 6M: " + "; ".join(
             f"{b} {f1['1M'][b]:.2f} / {f1['3M'][b]:.2f} / {f1['6M'][b]:.2f}" for b in ("h264ref", "hmmer", "gcc"))
         + f"; false negatives at 6M: hmmer {fn6['hmmer']:.1f} %, gcc {fn6['gcc']:.1f} %",
-        reason=reason, source="tlb_best_windows (f1, fn_pct)", f1=f1, fn_pct_6m=fn6)
+        reason=_why("T9", reason), source="tlb_best_windows (f1, fn_pct)", f1=f1, fn_pct_6m=fn6)
 
     age = tot[tot.predictor.str.startswith("aging(")].set_index("benchmark")
     cnt = tot[tot.predictor == f"aging-total T={TOTAL_THRESHOLDS[0]}"].set_index("benchmark")
@@ -423,7 +447,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
                     f"FN {age.fn_pct[b]:.1f}→{cnt.fn_pct[b]:.1f} %" for b in PROGRAMS)
         + f" (with T {TOTAL_THRESHOLDS[1]}: saved " + ", ".join(f"{b} {low.saved_per_switch[b]:.0f}" for b in PROGRAMS)
         + "; FN " + ", ".join(f"{b} {low.fn_pct[b]:.1f} %" for b in PROGRAMS) + ")",
-        reason=reason, source="tlb_aging_total", differs=differs, hmmer_gcc_as_spec=hg)
+        reason=_why("T10", reason), source="tlb_aging_total", differs=differs, hmmer_gcc_as_spec=hg)
 
     cuts = {_m(cs): _pick(best, "footprint_cut_pct", interval=cs) for cs in INTERVALS}
     in_range = {cs: sum(20 <= v <= 80 for v in c.values()) for cs, c in cuts.items()}
@@ -435,7 +459,7 @@ def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
         + ", ".join(f"CS {cs}: {n} of 7" for cs, n in in_range.items())
         + "; median cut " + ", ".join(f"{cs} {np.median(list(c.values())):.0f} %" for cs, c in cuts.items())
         + f"; benchmarks with ≥ 30 % of saved entries never reused (3M): {often} of 7",
-        reason=reason, source="tlb_best_windows (footprint_cut_pct), tlb_save_restore (unused_pct)",
+        reason=_why("T11", reason), source="tlb_best_windows (footprint_cut_pct), tlb_save_restore (unused_pct)",
         cuts=cuts, in_range=in_range, often_unused=often)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import html
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,10 @@ from ...report.figures import STYLE, Drawn, grouped_bars, new_figure, save
 from ...workloads import suite
 from .. import runs
 from ..page import Section
+
+if TYPE_CHECKING:
+    from ..claims import Claims
+    from . import Context
 
 PROGRAMS = ("bzip2", "mcf", "hmmer", "gcc", "gobmk", "h264ref", "omnetpp")
 M, K = 1_000_000, 1_000
@@ -122,7 +126,7 @@ def _m(n: int) -> str:
 # ---------------------------------------------------------------- the runs
 
 
-def _traces(ctx: Any) -> dict[str, dict]:
+def _traces(ctx: Context) -> dict[str, dict]:
     """The manifest of each benchmark's trace, recorded if not cached."""
     out = {}
     for name in PROGRAMS:
@@ -183,7 +187,7 @@ def experiments(quick: bool) -> list[dict]:
     return out
 
 
-def _points(ctx: Any, traces: dict[str, dict]) -> list[runs.Point]:
+def _points(ctx: Context, traces: dict[str, dict]) -> list[runs.Point]:
     scale, limit = PLAN[ctx.quick][ctx.size]
     points = []
     for exp in experiments(ctx.quick):
@@ -202,7 +206,7 @@ def _points(ctx: Any, traces: dict[str, dict]) -> list[runs.Point]:
     return points
 
 
-def measure(ctx: Any) -> pd.DataFrame:
+def measure(ctx: Context) -> pd.DataFrame:
     """Run every point and return one row per run: labels, the mechanism's
     counters (``tlb-flush`` runs have none) and the task's L1 TLB misses
     and page walks."""
@@ -319,7 +323,7 @@ def _why(claim: str, general: str) -> str:
     return f"{REASONS[claim]}; {general}" if claim in REASONS else general
 
 
-def judge(claims: Any, t: dict[str, pd.DataFrame], reason: str) -> None:
+def judge(claims: Claims, t: dict[str, pd.DataFrame], reason: str) -> None:
     """Judge T1-T11 from the part's tables."""
     sr, a40, tot = t["tlb_save_restore"], t["tlb_aging_4_0"], t["tlb_aging_total"]
     src = "tlb_save_restore"
@@ -550,7 +554,7 @@ def figures(t: dict[str, pd.DataFrame], out: Any, scale: float) -> list[Drawn]:
 # ---------------------------------------------------------------- the part
 
 
-def _method(ctx: Any, raw: pd.DataFrame) -> str:
+def _method(ctx: Context, raw: pd.DataFrame) -> str:
     scale, limit = PLAN[ctx.quick][ctx.size]
     sizes = ", ".join(f"{_m(cs)} → {round(cs * scale):,}" for cs in INTERVALS)
     return f"""<p>Each benchmark (open stand-ins for SPEC CPU2006, docs/suite.md; suite size <code>{ctx.size}</code>
@@ -574,7 +578,7 @@ predictor uses a {TOTAL_BITS}-bit counter and thresholds {TOTAL_THRESHOLDS[0]} (
 T10) and {TOTAL_THRESHOLDS[1]}; the evaluated values are not given.</p>"""
 
 
-def run(ctx: Any) -> Section:
+def run(ctx: Context) -> Section:
     """Run part A and judge T1-T11; returns its page section."""
     scale, limit = PLAN[ctx.quick][ctx.size]
     raw = measure(ctx)

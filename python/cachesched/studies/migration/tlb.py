@@ -488,6 +488,12 @@ def figures(t: dict[str, pd.DataFrame], out: Any, scale: float) -> list[Drawn]:
     sr3 = sr[sr.interval == 3 * M]
 
     def emit(name: str, title: str, caption: str, fig: Any) -> None:
+        # Panels with the same series share one legend beside them, not one over each panel's bars.
+        axes = [ax for ax in fig.axes if ax.get_legend() is not None]
+        if axes and len({tuple(ax.get_legend_handles_labels()[1]) for ax in axes}) == 1:
+            for ax in axes:
+                ax.get_legend().remove()
+            fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize="small")
         drawn.append(save(fig, out, Drawn(name=name, title=title, caption=caption + note)))
 
     with rc_context(STYLE):

@@ -162,6 +162,25 @@ def test_the_mechanism_counters_add_up_in_every_run(quick):
 
 
 @pytest.mark.slow
+def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
+    import sqlite3
+    import subprocess
+    import sys
+
+    out = quick[0]
+    before = (out / "claims.csv").read_text()
+    ledger = out / "store" / "ledger.sqlite"
+    with sqlite3.connect(ledger) as db:
+        runs = db.execute("select key, updated from runs order by key").fetchall()
+    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "migration", "--quick", "-o", str(out),
+                           "-q"], check=False, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with sqlite3.connect(ledger) as db:
+        assert db.execute("select key, updated from runs order by key").fetchall() == runs, "nothing ran again"
+    assert (out / "claims.csv").read_text() == before
+
+
+@pytest.mark.slow
 def test_the_figures_and_the_page_are_written_and_self_contained(quick):
     out = quick[0]
     for name in FIGURES:

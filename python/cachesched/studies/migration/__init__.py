@@ -10,15 +10,16 @@ The study has four parts (:data:`PARTS`), one module each, run in order:
 - ``prefetch`` (§5): the migration prefetcher;
 - ``hwpf`` (§6): the comparison with stride and stream prefetchers.
 
-**Adding a part.** Write ``studies/migration/<name>.py`` with
-``CLAIMS`` (its claims: id, text, spec value; the runner registers them)
-and ``run(ctx: Context) -> Section``, which judges each claim
-(``ctx.claims["T1"].judge(...)``) from its measured tables,
-runs its simulations with :func:`cachesched.studies.runs.run` into
-``ctx.store`` (sweep name prefixed ``migration-<part>``), draws its figures into
-``ctx.out`` and returns the page section with its tables. Then set the
-part's ``module`` below (its ``CLAIMS`` then replace ``planned``). A part whose module is ``None`` is listed on the page and in the
-claims table as "not run in this version".
+**Adding a part.** Write ``studies/migration/<name>.py`` with ``CLAIMS``
+(its claims as ``(id, claim, spec value)``; the runner registers them) and
+``run(ctx: Context) -> Section``, which runs its simulations with
+:func:`cachesched.studies.runs.run` into ``ctx.store`` (sweep names
+starting ``migration-<name>``), judges each claim from its measured tables
+(``ctx.claims["L1"].judge(...)``), draws its figures into ``ctx.out`` and
+returns its page section with its tables. Then set the part's ``module``
+below; its ``CLAIMS`` replace ``planned``. A part whose module is ``None``
+is listed on the page and in the claims table as "not run in this version".
+docs/studies.md has the details; :mod:`.tlb` is a worked example.
 """
 
 from __future__ import annotations

@@ -473,6 +473,24 @@ def cmd_suite_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_study(args: argparse.Namespace) -> int:
+    import time
+
+    from . import studies
+    from .studies.claims import Claims
+
+    study = studies.get(args.name)
+    out = Path(args.out or f"study-{args.name}" + ("-quick" if args.quick else ""))
+    start = time.perf_counter()
+    page = study.run(out, quick=args.quick, parts=args.parts.split(",") if args.parts else None, size=args.size,
+                     store=args.store, workers=args.workers, dask=args.dask, progress=not args.quiet)
+    claims = Claims.read(out / "claims.csv")
+    for c in claims.itertuples(index=False):
+        print(f"{c.id:<4} {c.verdict:<24} {c.measured if isinstance(c.measured, str) else ''}")
+    print(f"{page} ({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
 def cmd_suite_validate(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -603,6 +621,22 @@ def build_parser() -> argparse.ArgumentParser:
     sv = ssub.add_parser("validate", help="compare D1 and LL misses with cachegrind on whole tiny runs")
     sv.add_argument("--only", metavar="A,B", help="programs to compare (default: bzip2, mcf, omnetpp, sqlite)")
     sv.set_defaults(func=cmd_suite_validate)
+
+    from .studies import STUDIES
+
+    st = sub.add_parser("study", help="re-run a source document's experiments; claims beside measured values "
+                                      "(docs/studies.md)")
+    st.add_argument("name", choices=sorted(STUDIES), help="; ".join(f"{k}: {v[1]}" for k, v in STUDIES.items()))
+    st.add_argument("--quick", action="store_true", help="the short version (small traces, scaled-down intervals)")
+    st.add_argument("-o", "--out", metavar="DIR", help="report directory (default ./study-NAME[-quick])")
+    st.add_argument("--parts", metavar="A,B", help="run only these parts (the others are listed as not run)")
+    st.add_argument("--size", choices=["tiny", "small", "full"], help="suite trace size (default: small if --quick, "
+                                                                     "else full)")
+    st.add_argument("--store", metavar="DIR", help="results store of the runs (default DIR/store; reused on resume)")
+    st.add_argument("--workers", type=int, default=2, metavar="N", help="local worker processes (default 2)")
+    st.add_argument("--dask", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler")
+    st.add_argument("-q", "--quiet", action="store_true", help="no progress")
+    st.set_defaults(func=cmd_study)
 
     sw = sub.add_parser("sweep", help="run a sweep of simulations into a results store (docs/sweeps.md)")
     sw.add_argument("spec", help="sweep file (TOML)")

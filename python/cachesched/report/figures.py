@@ -53,7 +53,7 @@ class Drawn:
     files: dict[str, Path] = field(default_factory=dict)
 
 
-def _figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 3.6) -> tuple[Figure, np.ndarray]:
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 3.6) -> tuple[Figure, np.ndarray]:
     """A figure on an Agg canvas with a grid of axes (always a 2-D array),
     ``width`` inches per column up to 13 in all (a page's width)."""
     fig = Figure(figsize=(min(width * ncols, 13.0), height * nrows), layout="constrained")
@@ -77,7 +77,7 @@ def _focus_level(levels: list[str]) -> str | None:
     return None
 
 
-def _grouped_bars(ax: Axes, df: pd.DataFrame, group: str, value: str, ylabel: str, hue: str = "run") -> None:
+def grouped_bars(ax: Axes, df: pd.DataFrame, group: str, value: str, ylabel: str, hue: str = "run") -> None:
     """Bars of ``value`` per ``group`` (x axis), one colour per ``hue``."""
     pivot = df.pivot_table(index=group, columns=hue, values=value, sort=False, dropna=False)
     n_runs = max(len(pivot.columns), 1)
@@ -134,10 +134,10 @@ def fig_runs(runs: Runs) -> Figure | None:
     panels = [(c, label) for c, label in panels if c in table]
     if not panels:
         return None
-    fig, axes = _figure(ncols=len(panels), width=4.2 if len(panels) > 1 else 6.4)
+    fig, axes = new_figure(ncols=len(panels), width=4.2 if len(panels) > 1 else 6.4)
     axis_name = " / ".join(_short(v) for v in runs.variants if v != hue) if hue else ""
     for ax, (column, label) in zip(axes[0], panels):
-        _grouped_bars(ax, table, "x", column, label, hue="colour")
+        grouped_bars(ax, table, "x", column, label, hue="colour")
         ax.set_title(label, fontsize="medium")
         ax.set_xlabel(axis_name)
         if len(table) > 3:
@@ -161,11 +161,11 @@ def fig_miss_ratio(runs: Runs) -> Figure | None:
     group = _group_column(tasks)
     df = levels.merge(tasks[["run", "task", "name", "workload"]], on=["run", "task"])
     names = [lv for lv in LEVELS if lv in set(df.level)]
-    fig, axes = _figure(ncols=len(names), width=4.2 if len(names) > 1 else 6.4)
+    fig, axes = new_figure(ncols=len(names), width=4.2 if len(names) > 1 else 6.4)
     for ax, lv in zip(axes[0], names):
         part = df[df.level == lv].groupby(["run", group], sort=False)[["misses", "accesses"]].sum().reset_index()
         part["miss_ratio"] = part.misses / part.accesses
-        _grouped_bars(ax, part, group, "miss_ratio", f"{lv} miss ratio")
+        grouped_bars(ax, part, group, "miss_ratio", f"{lv} miss ratio")
         ax.set_title(lv)
     return fig
 
@@ -178,8 +178,8 @@ def fig_cpi(runs: Runs) -> Figure | None:
     group = _group_column(tasks)
     part = tasks.groupby(["run", group], sort=False)[["cycles", "instructions"]].sum().reset_index()
     part["cpi"] = part.cycles / part.instructions
-    fig, axes = _figure()
-    _grouped_bars(axes[0, 0], part, group, "cpi", "CPI")
+    fig, axes = new_figure()
+    grouped_bars(axes[0, 0], part, group, "cpi", "CPI")
     return fig
 
 
@@ -216,7 +216,7 @@ def fig_timeline(runs: Runs) -> Figure | None:
         return None
     level = _focus_level(_levels(runs))
     cols = [("cpi", "CPI")] + ([(f"{level}_mpki", f"{level} MPKI")] if level else [])
-    fig, axes = _figure(ncols=len(cols), nrows=len(with_iv), width=5.0, height=3.0)
+    fig, axes = new_figure(ncols=len(cols), nrows=len(with_iv), width=5.0, height=3.0)
     for row, run in zip(axes, with_iv):
         for ax, (column, label) in zip(row, cols):
             _timeline_panel(ax, run, column, label)
@@ -272,7 +272,7 @@ def fig_around_events(runs: Runs) -> Figure | None:
     # A curve needs intervals on both sides of its events to say anything.
     if not any(c.offset.nunique() > 1 for _, _, c in curves):
         return None
-    fig, axes = _figure(ncols=len(cols), width=4.6)
+    fig, axes = new_figure(ncols=len(cols), width=4.6)
     for ax, (column, label) in zip(axes[0], cols):
         for run_label, col, curve in curves:
             if col != column:
@@ -309,7 +309,7 @@ def fig_windows(runs: Runs) -> Figure | None:
     w = w[w.instructions > 0]
     w["kind"] = w.locality + " " + w.timing
     groups = [(run, kind) for run in dict.fromkeys(w.run) for kind in sorted(set(w[w.run == run].kind))]
-    fig, axes = _figure()
+    fig, axes = new_figure()
     ax = axes[0, 0]
     data = [w[(w.run == run) & (w.kind == kind)].ratio.dropna().to_numpy() for run, kind in groups]
     ax.boxplot(data, tick_labels=[kind if len(runs.runs) == 1 else f"{run}\n{kind}" for run, kind in groups],
@@ -327,7 +327,7 @@ def fig_distributions(runs: Runs) -> Figure | None:
         return None
     cols = [("cpi", "CPI")] + [(f"{lv}_mpki", f"{lv} MPKI") for lv in LEVELS
                                if f"{lv}_mpki" in tasks and tasks[f"{lv}_mpki"].fillna(0).any()]
-    fig, axes = _figure(ncols=len(cols), width=3.2)
+    fig, axes = new_figure(ncols=len(cols), width=3.2)
     order = list(dict.fromkeys(tasks.run))
     rng = np.random.default_rng(0)
     for ax, (column, label) in zip(axes[0], cols):
@@ -370,12 +370,18 @@ def write(runs: Runs, out: Path, formats: tuple[str, ...] = FORMATS) -> list[Dra
     with rc_context(STYLE):
         for name, title, caption, draw in FIGURES:
             fig = draw(runs)
-            if fig is None:
-                continue
-            files = {}
-            for fmt in formats:
-                path = out / f"{name}.{fmt}"
-                fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
-                files[fmt] = path
-            drawn.append(Drawn(name=name, title=title, caption=caption, files=files))
+            if fig is not None:
+                drawn.append(save(fig, out, Drawn(name=name, title=title, caption=caption), formats))
+    return drawn
+
+
+def save(fig: Figure, out: Path, drawn: Drawn, formats: tuple[str, ...] = FORMATS) -> Drawn:
+    """Write ``fig`` as ``out/NAME.FMT`` in each format (SVGs without a date,
+    so they are deterministic); returns ``drawn`` with its files. Call it
+    inside ``rc_context(STYLE)`` for the report's look."""
+    out.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        path = out / f"{drawn.name}.{fmt}"
+        fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        drawn.files[fmt] = path
     return drawn

@@ -92,7 +92,7 @@ def table(df: pd.DataFrame, caption: str = "") -> str:
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def _figure(d: Drawn) -> str:
+def figure(d: Drawn) -> str:
     """A figure embedded as a PNG data URI, with its title and caption."""
     data = base64.b64encode(d.files["png"].read_bytes()).decode("ascii")
     files = ", ".join(p.name for p in d.files.values())
@@ -123,7 +123,7 @@ def render(runs: Runs, drawn: list[Drawn], title: str) -> str:
         (f"<p class=meta>cachesched {html.escape(__version__)}, {stamp}; {len(runs.runs)} run(s). "
          "Click a column header to sort.</p>"),
         "<h2>Runs</h2>", table(runs.table(), "run-wide totals; miss ratios and MPKI are demand misses over all tasks"),
-        "<h2>Figures</h2>", *(_figure(d) for d in drawn),
+        "<h2>Figures</h2>", *(figure(d) for d in drawn),
         _tasks(runs),
         f"<script>{SCRIPT}</script></body></html>",
     ]

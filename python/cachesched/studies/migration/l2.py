@@ -230,15 +230,15 @@ def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     restore), Figs 5.3-5.14 (Efficiency and MI-MRR against S, Local and
     Global MRU), Figs 5.15-5.18 (CPI reduction against S) and Fig 5.19 (the
     PMW's effect)."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
     out = []
     pmw = df.pmw.max()
     main = df[df.pmw == pmw]
     full = main[main.scheme == "full"].assign(l2=lambda d: (d.l2_bytes // (1 << 20)).astype(str) + " MB",
                                              touched_pct=lambda d: 100 * d.touched)
-    fig, ax = _figure()
-    _grouped_bars(ax[0, 0], full, "benchmark", "touched_pct", "restored lines used (%)", hue="l2")
+    fig, ax = new_figure()
+    grouped_bars(ax[0, 0], full, "benchmark", "touched_pct", "restored lines used (%)", hue="l2")
     out.append(("l2_full_touched", "Whole-L2 restore: lines used (Fig 5.2)",
                 ("Share of the lines a full restore places that a demand reference uses before they leave, per "
                  f"benchmark and L2 size (PMW {pmw:,} instructions)."), fig))
@@ -248,7 +248,7 @@ def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
                                       ("mi_mrr", "MI-MRR", "l2_mi_mrr", "Figs 5.3-5.14"),
                                       ("cpi_reduction", "CPI reduction", "l2_cpi_reduction", "Figs 5.15-5.18")):
         l2s = sorted(sel.l2_bytes.unique())
-        fig, axes = _figure(ncols=len(benches), nrows=len(l2s), width=3.0, height=2.6)
+        fig, axes = new_figure(ncols=len(benches), nrows=len(l2s), width=3.0, height=2.6)
         for row, l2 in enumerate(l2s):
             for col, bench in enumerate(benches):
                 ax = axes[row, col]
@@ -267,7 +267,7 @@ def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     local = df[(df.scheme == "local") & (df.l2_bytes == df.l2_bytes.max())]
     if local.pmw.nunique() >= 2:
         gm = local.groupby(["pmw", "size"]).cpi.apply(lambda c: float(np.exp(np.log(c).mean()))).reset_index()
-        fig, ax = _figure()
+        fig, ax = new_figure()
         for p, d in gm.groupby("pmw"):
             ax[0, 0].plot(d["size"], d.cpi, "o-", label=f"PMW {p:,}")
         ax[0, 0].set_xscale("log", base=2)

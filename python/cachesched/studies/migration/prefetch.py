@@ -242,7 +242,7 @@ def figures(mig: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     reduction, CPI reduction and extra traffic per benchmark for live and
     delayed migration (Figs 5.24-5.30), the PMW and latency sweeps (Figs
     5.31-5.33)."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
     out = []
     pmw, latency = mig.pmw.max(), mig.latency.min()
@@ -253,10 +253,10 @@ def figures(mig: pd.DataFrame) -> list[tuple[str, str, str, object]]:
         t = main[main.timing == timing]
         if t.empty:
             continue
-        fig, axes = _figure(ncols=3, width=4.2)
+        fig, axes = new_figure(ncols=3, width=4.2)
         for ax, (col, label) in zip(axes[0], (("miss_pct", "L2 misses removed (%)"), ("cpi_pct", "CPI reduction (%)"),
                                              ("traffic_pct", "extra traffic (%)"))):
-            _grouped_bars(ax, t, "benchmark", col, label, hue="tags_sent")
+            grouped_bars(ax, t, "benchmark", col, label, hue="tags_sent")
         out.append((f"prefetch_{timing}", f"{timing.capitalize()} migration prefetching ({figs})",
                     (f"Local MRU-1 and All tags per benchmark, remote {timing} migrations, PMW {pmw:,} "
                      f"instructions, {latency}-cycle memory; relative to the same runs without migration hardware."),
@@ -268,7 +268,7 @@ def figures(mig: pd.DataFrame) -> list[tuple[str, str, str, object]]:
         d = mig[(mig.tags_sent != "none") & (mig.timing == timing) & (mig[other] == mig[other].min() if col == "pmw" else mig[other] == pmw)]
         if d[col].nunique() < 2:
             continue
-        fig, ax = _figure()
+        fig, ax = new_figure()
         for sel, g in d.groupby("tags_sent"):
             curve = g.groupby(col).cpi_reduction.mean()
             ax[0, 0].plot(curve.index, 100 * curve.to_numpy(), "o-", label=sel)
@@ -282,13 +282,13 @@ def figures(mig: pd.DataFrame) -> list[tuple[str, str, str, object]]:
 
 def hardware_figures(hw: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     """The hardware-prefetcher comparison of Part D (Fig 5.34)."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
     out = []
     if len(hw):
         d = hw[hw.config != "none"]
-        fig, ax = _figure(width=8)
-        _grouped_bars(ax[0, 0], d, "benchmark", "cpi_vs_migration", "CPI / CPI of migration prefetching alone",
+        fig, ax = new_figure(width=8)
+        grouped_bars(ax[0, 0], d, "benchmark", "cpi_vs_migration", "CPI / CPI of migration prefetching alone",
                       hue="config")
         out.append(("prefetch_hardware", "Against hardware prefetchers (Fig 5.34)",
                     ("CPI of the five configurations normalised to the migration prefetcher alone (lower is "

@@ -1,0 +1,119 @@
+"""Running a study's simulations through the sweep machinery, so they run
+in parallel (local workers or Dask), are stored once in a results store, and
+a study stopped half-way resumes where it stopped (docs/sweeps.md).
+
+A study describes its runs as :class:`Point`\\ s: labels of its own (which
+benchmark, which experiment, which parameters) and a whole configuration.
+They become one zip-mode sweep over the configuration's top-level tables;
+the store's table comes back with the labels beside each run's metrics and
+the folder of its detail tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import sweep
+from ..errors import SimulationError
+from ..results import load
+
+#: The configuration's top-level tables a study point may set.
+KEYS = ("machine", "tasks", "scheduler", "mechanisms", "run", "stats", "seed")
+
+
+@dataclass
+class Point:
+    """One run of a study: ``labels`` (columns of the returned table) and
+    its configuration (top-level keys among :data:`KEYS`)."""
+
+    labels: dict[str, Any]
+    config: dict[str, Any]
+
+
+def run(points: list[Point], store: str | Path, name: str, *, workers: int | None = 2, dask: Any = None,
+        progress: bool = False) -> pd.DataFrame:
+    """Run every point (those already in ``store`` are not run again) and
+    return one row per point, in order: its labels, ``status``, ``detail``
+    (the folder of its ``results.json`` and Parquet tables) and the summary
+    metrics. Raises :class:`SimulationError` naming the first failed run."""
+    used = sorted({k for p in points for k in p.config}, key=KEYS.index)
+    unknown = {k for p in points for k in p.config} - set(KEYS)
+    if unknown:
+        raise ValueError(f"study points may set only {', '.join(KEYS)}, not {', '.join(sorted(unknown))}")
+    axes = {k: [p.config.get(k, [] if k in ("tasks", "mechanisms") else {}) for p in points] for k in used}
+    sweep.run({"name": name, "mode": "zip", "base": {}, "axes": axes}, store=store, workers=workers, dask=dask,
+              progress=progress)
+    df = load(store, name).sort_values("position").reset_index(drop=True)
+    failed = df[df["status"] != "done"]
+    if len(failed):
+        row = failed.iloc[0]
+        raise SimulationError(f"{len(failed)} run(s) of {name} failed; the first ({points[row.position].labels}): "
+                              f"{row.error}")
+    labels = pd.DataFrame([p.labels for p in points])
+    keep = [c for c in df.columns if c not in used and c not in ("sweep", "position", "variant", "key", "error")]
+    return pd.concat([labels, df[keep]], axis=1)
+
+
+def detail(row: Any, table: str) -> pd.DataFrame:
+    """One detail table (``tasks``, ``mechanisms``, ...) of a run of :func:`run`'s table."""
+    return pd.read_parquet(Path(row["detail"]) / f"{table}.parquet")
+
+
+class _Detail:
+    """A stored run's detail tables as attributes (``r.windows``,
+    ``r.caches``, ...), read when asked for: what a part's measuring
+    function takes from a :class:`~cachesched.results.Results`."""
+
+    def __init__(self, row: Any) -> None:
+        self._row = row
+
+    def __getattr__(self, table: str) -> pd.DataFrame:
+        return detail(self._row, table)
+
+
+def simulator(ctx: Any, name: str):
+    """A function from whole run configurations (``workload`` or ``tasks``,
+    ``name`` ignored) to their results' detail tables, in order, that runs
+    them as the study sweep ``name`` in ``ctx.store`` (parallel, stored,
+    resumable): for parts whose experiments are written as configurations."""
+
+    def simulate(configs: list[dict]) -> list[_Detail]:
+        points = []
+        for i, config in enumerate(configs):
+            config = {k: v for k, v in config.items() if k != "name"}
+            if "workload" in config:
+                config["tasks"] = [{"workload": config.pop("workload")}]
+            points.append(Point({"index": i}, config))
+        table = run(points, ctx.store, name, workers=ctx.workers, dask=ctx.dask, progress=ctx.progress)
+        return [_Detail(row) for _, row in table.iterrows()]
+
+    return simulate
+
+
+def record_claims(claims: Any, found: list[dict], reason: str, source: str) -> None:
+    """Set claims from a part's judgements (``id``, ``measured``, ``verdict``,
+    ``why``): what differs and the likely reason are kept for claims that
+    do not fully hold."""
+    for judged in found:
+        claim = claims[judged["id"]]
+        claim.measured, claim.verdict, claim.source = judged["measured"], judged["verdict"], source
+        claim.values = {"measured": judged["measured"]}
+        if judged["verdict"] != "holds":
+            claim.difference = judged.get("why") or f"measured {judged['measured']}, against the spec's {claim.spec}"
+            claim.reason = reason
+
+
+def draw(make: Any, out: Path) -> list:
+    """Draw a part's figures (``make()`` returns (name, title, caption,
+    Figure) tuples) in the report's style and save them into ``out``."""
+    from matplotlib import rc_context
+
+    from ..report.figures import STYLE, Drawn, save
+
+    with rc_context(STYLE):
+        return [save(fig, out, Drawn(name=name, title=title, caption=caption))
+                for name, title, caption, fig in make()]

@@ -88,10 +88,11 @@ def ratios(df: pd.DataFrame) -> pd.DataFrame:
 def storage(llc_bytes: int = 2 * MB, ways: int = 16, line: int = 64, sample_ratio: int = 16,
             tag_bytes: int = 4) -> dict:
     """Table 3: the ATD (one bit per way of each sample set), two counters
-    of log2(ATD lines) bits, against the LLC's data and tags."""
+    wide enough to count every ATD line (0 to 2,048: 12 bits for 2 MB),
+    against the LLC's data and tags."""
     sets = llc_bytes // (ways * line)
     atd_bits = sets // sample_ratio * ways
-    counter_bits = 2 * math.ceil(math.log2(atd_bits))
+    counter_bits = 2 * math.ceil(math.log2(atd_bits + 1))
     total = atd_bits / 8 + counter_bits / 8
     llc = llc_bytes + sets * ways * tag_bytes
     return {"atd_bytes": atd_bits / 8, "counter_bytes": counter_bits / 8, "total_bytes": total,

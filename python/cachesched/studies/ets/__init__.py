@@ -77,17 +77,19 @@ def manifests(programs: Sequence[str], size: str) -> dict[str, dict]:
     return {p: suite.record(p, size) for p in programs}
 
 
-def run(out_dir: str | Path, quick: bool, workers: int = 2, programs: Sequence[str] | None = None) -> dict:
+def run(out_dir: str | Path, quick: bool, workers: int = 2, programs: Sequence[str] | None = None,
+        size: str | None = None) -> dict:
     """Run the study and write its report under ``out_dir``. ``quick``:
     the tiny traces of four programs, 4 tasks per core; else the small
     traces of every suite program (or of ``programs``), 8 tasks per core.
-    Time is scaled down 4x in both. Returns the claims, tables, the files written,
+    Time is scaled down 4x in both. ``programs`` and ``size`` (a suite
+    trace size) override the choice. Returns the claims, tables, the files written,
     the number of simulations and the seconds taken."""
     from ...workloads import suite
 
     start = time.monotonic()
     scale = QUICK if quick else FULL
-    size = "tiny" if quick else "small"
+    size = size or ("tiny" if quick else "small")
     programs = list(programs or (QUICK_PROGRAMS if quick else suite.PROGRAMS))
     found = manifests(programs, size)
     simulate = Simulator(workers)

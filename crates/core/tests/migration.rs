@@ -205,3 +205,30 @@ fn bad_params_name_their_key() {
     let e = bad(json!({"kind": "l2-restore"}), json!(false));
     assert!(e.contains("mechanisms[0].kind") && e.contains("no L2"), "{e}");
 }
+
+/// Two tasks looping over 16 KiB each share one core and an LLC that holds
+/// both: without an LLC flush every switch finds the LLC warm; with `llc =
+/// true` each schedule misses its working set again, and the attribution
+/// calls those misses switch-induced (the task's isolated shadow kept them).
+#[test]
+fn flushing_the_llc_at_every_switch_empties_it() {
+    let with = |llc: bool| {
+        run(json!({
+            "machine": {"preset": "teaching", "cores_per_socket": 1, "tlb": false, "attribution": ["llc"],
+                        "l1d": {"size_bytes": "2KiB", "ways": 2}, "l2": false},
+            "tasks": [{"count": 2, "workload": {"kind": "stream", "params": {
+                "accesses": 40_000, "working_set_bytes": "16KiB", "stride_bytes": 64}}}],
+            "scheduler": {"kind": "round-robin", "params": {"quantum": 200_000}},
+            "mechanisms": [{"kind": "cache-flush", "params": {"llc": llc}}],
+        }))
+    };
+    let (kept, flushed) = (with(false), with(true));
+    let lines = 16 * 1024 / 64;
+    assert_eq!(misses(&kept, Level::Llc), lines, "only the first touches miss (task 0)");
+    let switches = counter(&flushed, 0, "flushes");
+    assert!(switches >= 10, "{switches} switch-ins");
+    // Task 0 has half the switch-ins, each refetching its whole working set.
+    assert!(misses(&flushed, Level::Llc) >= switches / 2 * lines, "{}", misses(&flushed, Level::Llc));
+    let switch_induced: u64 = flushed.tasks.iter().map(|t| t.stats.levels[Level::Llc as usize].induced.switch.iter().sum::<u64>()).sum();
+    assert!(switch_induced > 0);
+}

@@ -7,6 +7,11 @@
 //! (`l1 = true` flushes the L1 data and instruction caches, `l2 = true` the
 //! L2), at every switch-in or only after a migration, writing dirty lines
 //! down. List it before a mechanism that restores lines (`l2-restore`).
+//!
+//! `llc = true` also empties the LLC the core reads (every task's lines):
+//! the elastic-time-slicing spec's methodology, which flushes every level
+//! at each context switch to emulate co-runners that evict everything
+//! (its complete-eviction assumption, spec §1.3).
 
 use serde::{Deserialize, Serialize};
 
@@ -25,11 +30,13 @@ pub struct CacheFlushParams {
     pub l1: bool,
     /// Flush the L2.
     pub l2: bool,
+    /// Also flush the LLC (all its lines), off by default.
+    pub llc: bool,
 }
 
 impl Default for CacheFlushParams {
     fn default() -> Self {
-        CacheFlushParams { on: FlushOn::Switch, l1: true, l2: true }
+        CacheFlushParams { on: FlushOn::Switch, l1: true, l2: true, llc: false }
     }
 }
 
@@ -42,6 +49,9 @@ impl CacheFlushParams {
         }
         if self.l2 {
             levels.push(Level::L2);
+        }
+        if self.llc {
+            levels.push(Level::Llc);
         }
         Ok(Box::new(CacheFlush { on: self.on, levels, flushes: 0 }))
     }

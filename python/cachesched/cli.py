@@ -474,6 +474,7 @@ def cmd_suite_record(args: argparse.Namespace) -> int:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
+    import inspect
     import time
 
     from . import studies
@@ -481,13 +482,21 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     study = studies.get(args.name)
     out = Path(args.out or f"study-{args.name}" + ("-quick" if args.quick else ""))
+    options = {"parts": args.parts.split(",") if args.parts else None, "size": args.size, "store": args.store,
+               "workers": args.workers, "dask": args.dask, "progress": not args.quiet}
+    # Each study takes the options that make sense for it; asking for one it
+    # does not take is an error, not silently ignored.
+    takes = inspect.signature(study.run).parameters
+    refused = [k for k, v in options.items() if v not in (None, False) and k not in takes and k != "progress"]
+    if refused:
+        raise ConfigError.single(refused[0], "invalid_value",
+                                 f"study {args.name} does not take --{refused[0]}")
     start = time.perf_counter()
-    page = study.run(out, quick=args.quick, parts=args.parts.split(",") if args.parts else None, size=args.size,
-                     store=args.store, workers=args.workers, dask=args.dask, progress=not args.quiet)
+    study.run(out, quick=args.quick, **{k: v for k, v in options.items() if k in takes})
     claims = Claims.read(out / "claims.csv")
     for c in claims.itertuples(index=False):
         print(f"{c.id:<4} {c.verdict:<24} {c.measured if isinstance(c.measured, str) else ''}")
-    print(f"{page} ({time.perf_counter() - start:.0f} s)")
+    print(f"{out / 'index.html'} ({time.perf_counter() - start:.0f} s)")
     return 0
 
 

@@ -16,6 +16,8 @@ from types import ModuleType
 STUDIES = {
     "migration": ("cachesched.studies.migration",
                   "TLB preservation and migration prefetching (spec tlb-preservation-and-migration-prefetch.md)"),
+    "ets": ("cachesched.studies.ets",
+            "replacement policies and elastic time slicing (spec elastic-time-slicing.md)"),
 }
 
 

@@ -166,22 +166,22 @@ def claims(df: pd.DataFrame, shared: pd.DataFrame | None, config_used: dict) -> 
 def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     """Figures 11/13a (error per policy), 12 (divergence), 13b (switch
     misses vs LRU) and 15 (vs 1 MB)."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
     out = []
     at2 = df[df.llc_mb == 2].assign(error_pct=lambda d: 100 * d.error)
-    fig, axes = _figure(ncols=2, width=4.4)
-    _grouped_bars(axes[0, 0], at2, "app", "error_pct", "estimation error (%)", hue="policy")
-    _grouped_bars(axes[0, 1], at2[at2.policy == "lru"], "app", "divergence", "divergence |c1-c2|/(c1+c2)",
+    fig, axes = new_figure(ncols=2, width=4.4)
+    grouped_bars(axes[0, 0], at2, "app", "error_pct", "estimation error (%)", hue="policy")
+    grouped_bars(axes[0, 1], at2[at2.policy == "lru"], "app", "divergence", "divergence |c1-c2|/(c1+c2)",
                   hue="policy")
     out.append(("ets_estimator", "Estimator accuracy (Figs 11, 12, 13a)",
                 ("Sampling error of the 1/16 estimator against the full directory per LLC policy, and the divergence "
                 "of its two halves (LRU), private 2 MB LLC, UTS-2.5."), fig))
     d = df[(df.policy != "lru") & (df.llc_mb == 2)]
-    fig, axes = _figure(ncols=2, width=4.4)
-    _grouped_bars(axes[0, 0], d, "app", "vs_lru", "switch misses / LRU's (2 MB)", hue="policy")
+    fig, axes = new_figure(ncols=2, width=4.4)
+    grouped_bars(axes[0, 0], d, "app", "vs_lru", "switch misses / LRU's (2 MB)", hue="policy")
     big = df[df.llc_mb > df.llc_mb.min()].assign(case=lambda x: x.policy + " " + x.llc_mb.astype(str) + " MB")
-    _grouped_bars(axes[0, 1], big, "app", "vs_1mb", "switch misses / 1 MB's", hue="case")
+    grouped_bars(axes[0, 1], big, "app", "vs_1mb", "switch misses / 1 MB's", hue="case")
     out.append(("ets_switch_misses", "Switch misses vs policy and LLC size (Figs 13b, 15)",
                 ("Switch-induced LLC misses of each application under UTS-2.5 with a flush at every switch, relative "
                 "to LRU at the same size (left) and to 1 MB under the same policy (right)."), fig))

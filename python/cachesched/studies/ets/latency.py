@@ -67,11 +67,11 @@ def claims(df: pd.DataFrame) -> list[dict]:
 
 def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     """Figure 8: the co-runners' mean latency and its std per application."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
-    fig, axes = _figure(ncols=2, width=4.4)
-    _grouped_bars(axes[0, 0], df, "app", "mean_ms", "co-runner latency, mean (spec ms)", hue="scheduler")
-    _grouped_bars(axes[0, 1], df, "app", "std_ms", "co-runner latency, max std (spec ms)", hue="scheduler")
+    fig, axes = new_figure(ncols=2, width=4.4)
+    grouped_bars(axes[0, 0], df, "app", "mean_ms", "co-runner latency, mean (spec ms)", hue="scheduler")
+    grouped_bars(axes[0, 1], df, "app", "std_ms", "co-runner latency, max std (spec ms)", hue="scheduler")
     return [("ets_latency", "Latency of the co-runners (Fig 8)",
              ("Mean and largest standard deviation of the gaps between consecutive schedules of the co-runners of "
              "each application of interest, 4 tasks per core, LRU 2 MB."), fig)]

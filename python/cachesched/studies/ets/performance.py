@@ -195,26 +195,26 @@ def claims(df: pd.DataFrame, scale: Scale, n_paper: int = 29) -> list[dict]:
 def figures(df: pd.DataFrame, dist: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     """Figures 3, 6a/14 (gains per policy), 6b (slice distribution) and 9
     (transitions) as (name, title, caption, Figure)."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
     out = []
     ets = df[(df.scheduler == "ets") & (df.policy == "lru")].assign(slowdown_pct=lambda d: 100 * d.slowdown)
-    fig, ax = _figure()
-    _grouped_bars(ax[0, 0], ets.sort_values("slowdown"), "app", "slowdown_pct", "CPI(UTS-2.5)/CPI(UTS-10) - 1 (%)",
+    fig, ax = new_figure()
+    grouped_bars(ax[0, 0], ets.sort_values("slowdown"), "app", "slowdown_pct", "CPI(UTS-2.5)/CPI(UTS-10) - 1 (%)",
                   hue="policy")
     out.append(("ets_slowdown", "Slice-length sensitivity (Fig 3)",
                 "Slowdown of each application of interest at UTS-2.5 against UTS-10, LLC 2 MB LRU, sorted.", fig))
     policies = list(dict.fromkeys(df.policy))
-    fig, axes = _figure(ncols=len(policies), width=4.4)
+    fig, axes = new_figure(ncols=len(policies), width=4.4)
     for axis, policy in zip(axes[0], policies):
         d = df[(df.policy == policy) & (df.scheduler != "uts-2.5")].assign(gain_pct=lambda d: 100 * d.gain)
-        _grouped_bars(axis, d, "app", "gain_pct", "IPC gain over UTS-2.5 (%)", hue="scheduler")
+        grouped_bars(axis, d, "app", "gain_pct", "IPC gain over UTS-2.5 (%)", hue="scheduler")
         axis.set_title(policy.upper(), fontsize="small")
     out.append(("ets_gain", "IPC against UTS-2.5 (Figs 6a, 14)",
                 "IPC of the application of interest under UTS-5, UTS-10 and ETS relative to UTS-2.5, per LLC policy.",
                 fig))
     d = dist[dist.policy == "lru"].pivot_table(index="app", columns="k", values="fraction", fill_value=0)
-    fig, ax = _figure()
+    fig, ax = new_figure()
     bottom = np.zeros(len(d))
     for k in d.columns:
         ax[0, 0].bar(range(len(d)), d[k].to_numpy(), bottom=bottom, label=f"{2.5 * k:g} ms")
@@ -225,8 +225,8 @@ def figures(df: pd.DataFrame, dist: pd.DataFrame) -> list[tuple[str, str, str, o
     out.append(("ets_slices", "Slice lengths under ETS (Fig 6b)",
                 "Share of the application of interest's schedules at each slice length (spec ms), ETS, LRU.", fig))
     t = df[df.scheduler == "ets"].assign(different_pct=lambda d: 100 * d.different)
-    fig, ax = _figure()
-    _grouped_bars(ax[0, 0], t, "app", "different_pct", "'Different' transitions (%)", hue="policy")
+    fig, ax = new_figure()
+    grouped_bars(ax[0, 0], t, "app", "different_pct", "'Different' transitions (%)", hue="policy")
     out.append(("ets_transitions", "Phase behaviour (Fig 9)",
                 "Share of consecutive schedules of the application of interest whose slice length changes, ETS.", fig))
     return out

@@ -44,10 +44,10 @@ def claims(df: pd.DataFrame, scale: Scale) -> list[dict]:
 
 def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     """Residual lines per task and mix."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
-    fig, ax = _figure(width=8)
-    _grouped_bars(ax[0, 0], df.assign(pct=100 * df.found_share, m=df.mix.str.split("+").str[0]), "task", "pct",
+    fig, ax = new_figure(width=8)
+    grouped_bars(ax[0, 0], df.assign(pct=100 * df.found_share, m=df.mix.str.split("+").str[0]), "task", "pct",
                   "lines found again / lines left (%)", hue="m")
     return [("ets_residual", "Residual lines (E2)",
              ("Share of a task's LLC lines still present when it returns, per task, mixes named by their first "

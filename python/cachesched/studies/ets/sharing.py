@@ -63,10 +63,10 @@ def claims(df: pd.DataFrame) -> list[dict]:
 
 def figures(df: pd.DataFrame) -> list[tuple[str, str, str, object]]:
     """Figure 10 and the 4-sharer case: error per application."""
-    from ...report.figures import _figure, _grouped_bars
+    from ...report.figures import grouped_bars, new_figure
 
-    fig, ax = _figure()
-    _grouped_bars(ax[0, 0], df.assign(error_pct=100 * df.error, case=df.sharers.astype(str) + " sharers"), "app",
+    fig, ax = new_figure()
+    grouped_bars(ax[0, 0], df.assign(error_pct=100 * df.error, case=df.sharers.astype(str) + " sharers"), "app",
                   "error_pct", "estimation error (%)", hue="case")
     return [("ets_shared", "Estimator on a shared LLC (Fig 10)",
              ("Sampling error of the estimator for the application of interest when 2 cores share a 4 MB LLC and "

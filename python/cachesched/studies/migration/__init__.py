@@ -60,38 +60,10 @@ class Part:
 
 PARTS = (
     Part("tlb", "§3", "TLB preservation: save/restore and aging predictors", "cachesched.studies.migration.tlb"),
-    Part("l2", "§4", "Idealized L2 selection (Local/Regional/Global MRU)", "cachesched.studies.migration.l2", (
-        ("L1", "Saving the whole L2 gives low Efficiency: mcf and bzip2 touch < 30 % of restored lines, most ≤ 16 %",
-         "< 30 % / ≤ 16 %"),
-        ("L2", "≥ 50 % of the full-L2 benefit (MI-MRR) from saving 12.5 % of the lines, in several cases", "≥ 50 %"),
-        ("L3", "Local/Regional MRU as good as or better than Global MRU; much better for h264", "Local ≥ Global"),
-        ("L4", "Efficiency > 70 % for S < 1024 (2MB) or S < 2048 (4MB), except h264", "> 70 %"),
-        ("L5", "Efficiency > 100 % artifacts (bzip2 512, omnetpp 256/512); MI-MRR > 100 % for sjeng",
-         "artifacts of differing migration points"),
-        ("L6", "Efficiency same or lower with the 4MB L2, except mcf where it rises", "mcf rises"),
-        ("L7", "CPI falls as S grows; gains from 2K lines; largest CPI reduction per line at ~2K lines", "~2K lines"),
-        ("L8", "At S = 8K, CPI reduction 2–7 %, h264 ~1 %", "2–7 %"),
-        ("L9", "PMW 1M versus 2M: 33–41 % larger benefit (20–40 % in general)", "33–41 %"),
-    )),
-    Part("prefetch", "§5", "Migration prefetcher (live and delayed)", "cachesched.studies.migration.prefetch", (
-        ("M1", ("Live: Local MRU and All both remove many misses; All more for bzip2, Local MRU more for hmmer, "
-               "h264, omnetpp"), "ordering"),
-        ("M2", "Live: Local MRU cuts CPI by 1.5–12 %", "1.5–12 %"),
-        ("M3", "Live: All creates many unused extra messages; Local MRU keeps traffic low", "ordering"),
-        ("M4", "Delayed: All removes more misses for bzip2, omnetpp, sjeng; Local MRU about the same for hmmer, h264",
-         "ordering"),
-        ("M5", "Delayed: Local MRU cuts CPI by 1.5–27 %", "1.5–27 %"),
-        ("M6", "Delayed: All's extra traffic up to ~1600 %; Local MRU low", "~1600 %"),
-        ("M7", "PMW sweep: All levels off after 1–1.5M instructions; 1–5 % for PMW 512K–1M", "1–5 %"),
-        ("M8", "Memory-latency sweep: benefit grows up to 225 cycles, then levels off (not omnetpp, h264)",
-         "225 cycles"),
-    )),
-    Part("hwpf", "§6", "Migration prefetcher versus stride and stream prefetchers", "cachesched.studies.migration.hwpf", (
-        ("P1", "Migration prefetcher alone beats stride alone and stream alone, except hmmer (stream −2.85 %)",
-         "except hmmer, 2.85 %"),
-        ("P2", "Migration + stride or + stream gains further, except omnetpp", "except omnetpp"),
-        ("P3", "hmmer improves by 3.97 % with migration + stream", "3.97 %"),
-    )),
+    Part("l2", "§4", "Idealized L2 selection (Local/Regional/Global MRU)", "cachesched.studies.migration.l2"),
+    Part("prefetch", "§5", "Migration prefetcher (live and delayed)", "cachesched.studies.migration.prefetch"),
+    Part("hwpf", "§6", "Migration prefetcher versus stride and stream prefetchers",
+         "cachesched.studies.migration.hwpf"),
 )
 
 

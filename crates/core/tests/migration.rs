@@ -229,6 +229,7 @@ fn flushing_the_llc_at_every_switch_empties_it() {
     assert!(switches >= 10, "{switches} switch-ins");
     // Task 0 has half the switch-ins, each refetching its whole working set.
     assert!(misses(&flushed, Level::Llc) >= switches / 2 * lines, "{}", misses(&flushed, Level::Llc));
-    let switch_induced: u64 = flushed.tasks.iter().map(|t| t.stats.levels[Level::Llc as usize].induced.switch.iter().sum::<u64>()).sum();
+    let switch_induced: u64 =
+        flushed.tasks.iter().map(|t| t.stats.levels[Level::Llc as usize].induced.switch.iter().sum::<u64>()).sum();
     assert!(switch_induced > 0);
 }

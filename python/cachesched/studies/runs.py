@@ -63,6 +63,18 @@ def detail(row: Any, table: str) -> pd.DataFrame:
     return pd.read_parquet(Path(row["detail"]) / f"{table}.parquet")
 
 
+def traces(ctx: Any, programs: Any) -> dict[str, dict]:
+    """The suite manifest of each program's trace at the study's size,
+    recorded if not cached (docs/suite.md)."""
+    from ..workloads import suite
+
+    out = {}
+    for name in programs:
+        ctx.log(f"trace {name} ({ctx.size})")
+        out[name] = suite.record(name, ctx.size)
+    return out
+
+
 class _Detail:
     """A stored run's detail tables as attributes (``r.windows``,
     ``r.caches``, ...), read when asked for: what a part's measuring

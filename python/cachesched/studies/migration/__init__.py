@@ -6,9 +6,10 @@ The study has four parts (:data:`PARTS`), one module each, run in order:
 
 - ``tlb`` (§3): TLB preservation, simple save/restore and the aging
   predictors: :mod:`.tlb`;
-- ``l2`` (§4): the idealized L2 selection study;
-- ``prefetch`` (§5): the migration prefetcher;
-- ``hwpf`` (§6): the comparison with stride and stream prefetchers.
+- ``l2`` (§4): the idealized L2 selection study: :mod:`.l2`;
+- ``prefetch`` (§5): the migration prefetcher: :mod:`.prefetch`;
+- ``hwpf`` (§6): the comparison with stride and stream prefetchers:
+  :mod:`.hwpf`.
 
 **Adding a part.** Write ``studies/migration/<name>.py`` with ``CLAIMS``
 (its claims as ``(id, claim, spec value)``; the runner registers them) and
@@ -16,9 +17,7 @@ The study has four parts (:data:`PARTS`), one module each, run in order:
 :func:`cachesched.studies.runs.run` into ``ctx.store`` (sweep names
 starting ``migration-<name>``), judges each claim from its measured tables
 (``ctx.claims["L1"].judge(...)``), draws its figures into ``ctx.out`` and
-returns its page section with its tables. Then set the part's ``module``
-below; its ``CLAIMS`` replace ``planned``. A part whose module is ``None``
-is listed on the page and in the claims table as "not run in this version".
+returns its page section with its tables. Then add it to :data:`PARTS`.
 docs/studies.md has the details; :mod:`.tlb` is a worked example.
 """
 
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ..claims import NOT_RUN, Claims
+from ..claims import Claims
 from ..page import Section, write
 
 TITLE = "Migration study: TLB preservation and migration prefetching"
@@ -47,15 +46,12 @@ SIZES = {"quick": "small", "full": "full"}
 
 @dataclass(frozen=True)
 class Part:
-    """One part of the study: its name, spec section and title, its module
-    (``None``: not built yet) and, for a part not built, its claims
-    ``(id, claim, spec value)`` so the page can list them as not run."""
+    """One part of the study: its name, spec section and title, and its module."""
 
     name: str
     section: str
     title: str
-    module: str | None
-    planned: tuple[tuple[str, str, str], ...] = ()
+    module: str
 
 
 PARTS = (
@@ -108,10 +104,10 @@ def run(out: str | Path, *, quick: bool = False, parts: list[str] | None = None,
     sections, timings = [], []
     for part in PARTS:
         title = f"{part.section} {part.title}"
-        module = importlib.import_module(part.module) if part.module else None
-        ctx.claims.planned(part.name, module.CLAIMS if module else part.planned)
-        if module is None or part.name not in chosen:
-            status = NOT_RUN if module is None else "not run: left out by --parts"
+        module = importlib.import_module(part.module)
+        ctx.claims.planned(part.name, module.CLAIMS)
+        if part.name not in chosen:
+            status = "not run: left out by --parts"
             for c in ctx.claims.items:
                 if c.part == part.name:
                     c.verdict = status

@@ -26,11 +26,10 @@ CLAIMS = (
 
 def run(ctx):
     """Run part D and judge P1-P3; returns its page section."""
-    from ...workloads import suite
     from .. import runs
     from ..page import Section
 
-    traces = {b: Path(suite.record(b, ctx.size)["trace"]) for b in PROGRAMS}
+    traces = {b: Path(m["trace"]) for b, m in runs.traces(ctx, PROGRAMS).items()}
     df = hardware_table(traces, PLAN[ctx.quick]["pmw"], runs.simulator(ctx, f"migration-hwpf-{ctx.size}"))
     runs.record_claims(ctx.claims, hardware_claims(df), _reason(ctx), source="hwpf_runs")
     drawn = runs.draw(lambda: hardware_figures(df), ctx.out)

@@ -310,12 +310,11 @@ CLAIMS = tuple((c, text, spec) for c, text, spec in (
 
 def run(ctx):
     """Run part B and judge L1-L9; returns its page section."""
-    from ...workloads import suite
     from .. import runs
     from ..page import Section
 
     plan = PLAN[ctx.quick]
-    traces = {b: Path(suite.record(b, ctx.size)["trace"]) for b in PROGRAMS}
+    traces = {b: Path(m["trace"]) for b, m in runs.traces(ctx, PROGRAMS).items()}
     ctx.log(f"{len(PROGRAMS)} benchmarks x {len(plan['combos'])} (L2, PMW) x {2 + 2 * len(plan['sizes'])} runs")
     df = table(traces, plan["combos"], runs.simulator(ctx, f"migration-l2-{ctx.size}"), plan["sizes"])
     reason = (f"open programs instead of SPEC CPU2006 (suite size {ctx.size}); "

@@ -333,12 +333,11 @@ def _reason(ctx) -> str:
 
 def run(ctx):
     """Run part C and judge M1-M8; returns its page section."""
-    from ...workloads import suite
     from .. import runs
     from ..page import Section
 
     plan = PLAN[ctx.quick]
-    traces = {b: Path(suite.record(b, ctx.size)["trace"]) for b in PROGRAMS}
+    traces = {b: Path(m["trace"]) for b, m in runs.traces(ctx, PROGRAMS).items()}
     sim = runs.simulator(ctx, f"migration-prefetch-{ctx.size}")
     main = migration_table(traces, [plan["pmw"]], plan["latencies"][:1], sim)
     sweep_pmw = migration_table(traces, plan["pmws"], plan["latencies"][:1], sim, timings=("delayed",))

@@ -34,7 +34,6 @@ import pandas as pd
 from matplotlib import rc_context
 
 from ...report.figures import STYLE, Drawn, grouped_bars, new_figure, save
-from ...workloads import suite
 from .. import runs
 from ..page import Section
 
@@ -126,15 +125,6 @@ def _m(n: int) -> str:
 # ---------------------------------------------------------------- the runs
 
 
-def _traces(ctx: Context) -> dict[str, dict]:
-    """The manifest of each benchmark's trace, recorded if not cached."""
-    out = {}
-    for name in PROGRAMS:
-        ctx.log(f"trace {name} ({ctx.size})")
-        out[name] = suite.record(name, ctx.size)
-    return out
-
-
 def _config(manifest: dict, interval: int, scale: float, limit: int | None, mechanism: dict) -> dict:
     n = max(1, round(interval * scale))
     per_access = manifest["instructions"] / manifest["accesses"]
@@ -210,7 +200,7 @@ def measure(ctx: Context) -> pd.DataFrame:
     """Run every point and return one row per run: labels, the mechanism's
     counters (``tlb-flush`` runs have none) and the task's L1 TLB misses
     and page walks."""
-    traces = _traces(ctx)
+    traces = runs.traces(ctx, PROGRAMS)
     points = _points(ctx, traces)
     ctx.log(f"{len(points)} runs ({len(PROGRAMS)} benchmarks), {ctx.workers or 'all'} workers")
     table = runs.run(points, ctx.store, f"migration-tlb-{ctx.size}" + ("-quick" if ctx.quick else ""),

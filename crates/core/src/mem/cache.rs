@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::replacement::{self, Policy, Replacement, ReqKind, Touch, VictimQuery};
+use super::replacement::{self, HitUpdate, Policy, Replacement, ReqKind, StampRun, Touch, VictimQuery};
 use crate::config::{ByteSize, PluginConfig};
 use crate::error::{Issues, Result};
 use crate::types::{LineAddr, TaskId, VirtAddr};
@@ -321,9 +321,9 @@ pub struct Req {
 
 /// What a demand hit changes: the dirty bit, the replacement state and the
 /// last-hit hint. One body for [`Cache::touch_hit`] and [`HitRun`].
-struct HitState<'a> {
+struct HitState<'a, H> {
     meta: &'a mut [Meta],
-    policy: &'a mut Policy,
+    policy: H,
     last: &'a mut Slot,
     /// Ways per set (a slot's flat index is `set * ways + way`).
     ways: usize,
@@ -331,35 +331,38 @@ struct HitState<'a> {
     store_keeps_order: bool,
 }
 
-impl HitState<'_> {
+impl<H: HitUpdate> HitState<'_, H> {
     #[inline(always)]
     fn touch_hit(&mut self, slot: Slot, req: &Req) {
         debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
-        let i = slot.set * self.ways + slot.way;
-        // Branch-free on the kind: loads and stores come in no predictable order.
         let store = req.kind == ReqKind::Store;
-        self.meta[i].mark_dirty(store & self.store_dirties);
+        // Only a cache that takes stores reads the line's word: below the L1
+        // it would be a host cache miss per hit. In the L1, branch-free on
+        // the kind: loads and stores come in no predictable order.
+        if self.store_dirties {
+            self.meta[slot.set * self.ways + slot.way].mark_dirty(store);
+        }
         if store && self.store_keeps_order {
             return;
         }
         *self.last = slot;
-        self.policy.on_hit(&Cache::touch(slot, req));
+        self.policy.hit(&Cache::touch(slot, req));
     }
 }
 
 /// A cache's demand-hit path for the machine's run of L1 hits
 /// ([`Cache::hit_run`]): lookups and hits as [`Cache::find`] and
 /// [`Cache::touch_hit`] make them; the caller counts the hits.
-pub struct HitRun<'a> {
+pub struct HitRun<'a, H = &'a mut Policy> {
     lookup: Lookup<'a>,
-    state: HitState<'a>,
+    state: HitState<'a, H>,
     /// Whether stores are kept here (a write-through store is not a plain hit).
     pub write_back: bool,
     /// Cycles of a hit.
     pub latency_cycles: u32,
 }
 
-impl HitRun<'_> {
+impl<H: HitUpdate> HitRun<'_, H> {
     /// The slot holding `line`, if present.
     #[inline(always)]
     pub fn find(&self, line: LineAddr) -> Option<Slot> {
@@ -370,6 +373,22 @@ impl HitRun<'_> {
     #[inline(always)]
     pub fn touch_hit(&mut self, slot: Slot, req: &Req) {
         self.state.touch_hit(slot, req);
+    }
+}
+
+impl<'a> HitRun<'a> {
+    /// Whether [`HitRun::lru`] would succeed.
+    pub fn lends_stamps(&self, most: usize) -> bool {
+        self.state.policy.lends_stamps(most)
+    }
+
+    /// The same run with LRU's clock in a register ([`Policy::lru_run`]),
+    /// if the policy is LRU with room for `most` hits.
+    pub fn lru(self, most: usize) -> Option<HitRun<'a, StampRun<'a>>> {
+        let HitRun { lookup, state, write_back, latency_cycles } = self;
+        let HitState { meta, policy, last, ways, store_dirties, store_keeps_order } = state;
+        let state = HitState { meta, policy: policy.lru_run(most)?, last, ways, store_dirties, store_keeps_order };
+        Some(HitRun { lookup, state, write_back, latency_cycles })
     }
 }
 
@@ -504,7 +523,7 @@ impl Cache {
 
     /// The tags, and apart from them what a demand hit changes.
     #[inline(always)]
-    fn split(&mut self) -> (&TagArray, HitState<'_>) {
+    fn split(&mut self) -> (&TagArray, HitState<'_, &mut Policy>) {
         let state = HitState {
             meta: &mut self.meta,
             policy: &mut self.policy,

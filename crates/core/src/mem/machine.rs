@@ -21,10 +21,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cache::{Cache, CacheParams, Evicted, Filled, Inclusion, Req, Scope};
+use super::cache::{self, Cache, CacheParams, Evicted, Filled, Inclusion, Req, Scope};
 use super::page_table::{FrameAllocation, PageTable, Placement};
 use super::prefetch::{self, Observed, Prefetch, Prefetcher, Proposals};
-use super::replacement::ReqKind;
+use super::replacement::{HitUpdate, ReqKind};
+use super::tags::Slot;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
 use crate::config::ByteSize;
 use crate::error::{Issues, Result};
@@ -281,6 +282,19 @@ enum Fast {
     Translated(LineAddr, u32),
     /// No L1 TLB, or it missed: nothing counted yet.
     Untranslated,
+}
+
+/// Where a run of L1 hits ([`Machine::l1_run`]) stopped, so that the
+/// general path does not search again what the run already searched.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    /// At a reference the run does not take: nothing is known.
+    Unknown,
+    /// The L1 TLB misses the page; nothing changed.
+    TlbMiss,
+    /// The L1 TLB holds the page at this slot (not touched yet), and the
+    /// L1 cache misses this line.
+    LineMiss(Slot, LineAddr),
 }
 
 /// Hits the L1 shortcuts made during one batch, credited to the caches, the
@@ -646,11 +660,16 @@ impl Machine {
             // for a lone data reference between instruction fetches.
             let fetch = |i: usize| batch.get(i).is_some_and(|a| a.kind == AccessKind::Ifetch);
             if self.shortcuts && !draining && !fetch(next) && !fetch(next + 1) {
-                let (hits, cycles) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
+                let (hits, cycles, stop) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
                 next += hits;
                 stall += cycles;
                 if next == batch.len() {
                     break;
+                }
+                if let Some(latency) = self.resume(c, task, asid, &batch[next], stop, &mut tally) {
+                    stall += latency as u64;
+                    next += 1;
+                    continue;
                 }
             }
             let a = &batch[next];
@@ -702,6 +721,33 @@ impl Machine {
         t.instructions as f64 * self.base_cpi + t.stall_cycles as f64
     }
 
+    /// The reference a run of L1 hits stopped at, taken up where the run
+    /// left it; `None` if the run knows nothing about it.
+    #[inline(always)]
+    fn resume(&mut self, c: usize, task: TaskId, asid: Asid, a: &Access, stop: Stop, tally: &mut Tally) -> Option<u32> {
+        let dtlb = self.cores[c].dtlb?;
+        let req = Req { kind: a.kind.into(), pc: a.pc, task };
+        let vline = a.addr.0 >> self.line_shift;
+        let (line, t, missed) = match stop {
+            Stop::Unknown => return None,
+            Stop::TlbMiss => {
+                // As `Tlb::lookup` counts its misses.
+                self.tlbs[dtlb].stats.misses += 1;
+                let (frame, t) = self.translate_miss(c, dtlb, &req, asid, a.addr.0 >> self.page_shift);
+                let lines_per_page = self.page_shift - self.line_shift;
+                (LineAddr((frame << lines_per_page) | (vline & ((1 << lines_per_page) - 1))), t, false)
+            }
+            Stop::LineMiss(slot, line) => {
+                let tlb = &mut self.tlbs[dtlb];
+                tlb.touch(slot);
+                tally.tlb[0] += 1;
+                (line, tlb.latency_cycles, true)
+            }
+        };
+        self.memos[c][0] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
+        Some(t + self.access_line(c, line, &req, missed))
+    }
+
     /// A reference within one line: the common case, kept short.
     #[inline(always)]
     fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> u32 {
@@ -722,7 +768,7 @@ impl Machine {
             }
         };
         self.memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
-        t + self.access_line(c, line, req)
+        t + self.access_line(c, line, req, false)
     }
 
     /// A reference that crosses line (and maybe page) boundaries.
@@ -739,7 +785,7 @@ impl Machine {
                 page = (vaddr >> self.page_shift, paddr >> self.page_shift, t);
             }
             let line = (page.1 << lines_per_page) | (vline & ((1 << lines_per_page) - 1));
-            worst = worst.max(page.2 + self.access_line(c, LineAddr(line), req));
+            worst = worst.max(page.2 + self.access_line(c, LineAddr(line), req, false));
         }
         worst
     }
@@ -751,56 +797,40 @@ impl Machine {
     /// a write-through store), having changed nothing for it. Returns the
     /// references it ran and their cycles.
     #[inline(never)]
-    fn l1_run(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access], tally: &mut Tally) -> (usize, u64) {
+    fn l1_run(
+        &mut self,
+        c: usize,
+        task: TaskId,
+        asid: Asid,
+        batch: &[Access],
+        tally: &mut Tally,
+    ) -> (usize, u64, Stop) {
+        const NONE: (usize, u64, Stop) = (0, 0, Stop::Unknown);
         let Machine { cores, tlbs, caches, memos, page_shift, line_shift, .. } = self;
         let ports = &cores[c];
-        let Some(dtlb) = ports.dtlb else { return (0, 0) };
+        let Some(dtlb) = ports.dtlb else { return NONE };
         if ports.data.len == 0 {
-            return (0, 0);
+            return NONE;
         }
-        let (Some(mut tlb), Some(mut l1)) = (tlbs[dtlb].hit_run(), caches[ports.data.at(0)].hit_run()) else {
-            return (0, 0);
+        let (Some(tlb), Some(l1)) = (tlbs[dtlb].hit_run(), caches[ports.data.at(0)].hit_run()) else {
+            return NONE;
         };
-        let (page_shift, line_shift) = (*page_shift, *line_shift);
-        let line_in_page = (1u64 << (page_shift - line_shift)) - 1;
-        let mut stores = 0u64;
-        let mut ran = 0;
-        // The last line run, where it sits in the TLB and the L1: a reference
-        // to the same line finds the same slots (nothing moved in between),
-        // so it skips the searches but not the hits' effects.
-        let (mut vline_run, mut line, mut slots) = (u64::MAX, LineAddr(0), None);
-        for a in batch {
-            let vaddr = a.addr.0;
-            let vline = vaddr >> line_shift;
-            let split = vaddr.saturating_add(a.size.max(1) as u64 - 1) >> line_shift != vline;
-            let store = a.kind == AccessKind::Store;
-            if split || a.kind == AccessKind::Ifetch || (store && !l1.write_back) {
-                break;
+        let run = HitRunCtx { task, asid, page_shift: *page_shift, line_shift: *line_shift };
+        let n = batch.len();
+        // LRU in both (the common machine) gets a body with the clocks in
+        // registers; any other policy dispatches on its kind at every hit.
+        let (ran, memo, cycles, stop) = if tlb.lends_stamps(n) && l1.lends_stamps(n) {
+            match (tlb.lru(n), l1.lru(n)) {
+                (Some(tlb), Some(l1)) => run.hits(tlb, l1, batch, tally),
+                _ => return NONE,
             }
-            let (tslot, slot) = match slots {
-                Some(s) if vline == vline_run => s,
-                _ => {
-                    let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> page_shift)) else { break };
-                    // Peek at the frame before touching: a line miss leaves the TLB as it was.
-                    let frame = tlb.frame_of(tslot);
-                    line = LineAddr((frame << (page_shift - line_shift)) | (vline & line_in_page));
-                    let Some(slot) = l1.find(line) else { break };
-                    (vline_run, slots) = (vline, Some((tslot, slot)));
-                    (tslot, slot)
-                }
-            };
-            tlb.touch(tslot);
-            l1.touch_hit(slot, &Req { kind: a.kind.into(), pc: a.pc, task });
-            stores += store as u64;
-            ran += 1;
-        }
+        } else {
+            run.hits(tlb, l1, batch, tally)
+        };
         if ran > 0 {
-            tally.tlb[0] += ran as u64;
-            tally.l1[0][ReqKind::Load as usize] += ran as u64 - stores;
-            tally.l1[0][ReqKind::Store as usize] += stores;
-            memos[c][0] = Memo { vline: vline_run + 1, asid: asid.0, pline: line.0 };
+            memos[c][0] = memo;
         }
-        (ran, ran as u64 * (tlb.latency_cycles + l1.latency_cycles) as u64)
+        (ran, cycles, stop)
     }
 
     /// The common case in one body: the L1 TLB and the L1 cache both hit
@@ -976,7 +1006,7 @@ impl Machine {
                 let mut cycles = self.walk_latency;
                 for level in 0..self.radix_levels {
                     let pte = self.page_table.entry_addr(asid, vpn, level, self.radix_levels, self.cores[c].node);
-                    cycles += self.access_line(c, LineAddr(pte >> self.line_shift), &walk);
+                    cycles += self.access_line(c, LineAddr(pte >> self.line_shift), &walk, false);
                 }
                 cycles
             }
@@ -992,10 +1022,11 @@ impl Machine {
 
     /// One line through the hierarchy; returns the latency of the level that served it.
     #[inline(always)]
-    fn access_line(&mut self, c: usize, line: LineAddr, req: &Req) -> u32 {
+    fn access_line(&mut self, c: usize, line: LineAddr, req: &Req, missed: bool) -> u32 {
         let path = *self.cores[c].path(req.kind);
         let node = self.cores[c].node;
-        let (served, _) = self.lookup(&path, 0, line, req, node);
+        let (served, _) =
+            if missed { self.miss_at(&path, 0, line, req, node) } else { self.lookup(&path, 0, line, req, node) };
         let top = &self.caches[path.at(0)];
         let writes_through = !top.write_back || !top.write_allocate;
         if writes_through && req.kind == ReqKind::Store && (!top.write_back || !top.contains(line)) {
@@ -1461,5 +1492,76 @@ impl Machine {
     /// Index of the cache with component path `path`.
     pub fn cache_index(&self, path: &str) -> Option<usize> {
         self.caches.iter().position(|c| c.path == path)
+    }
+}
+
+/// Who runs a run of L1 hits ([`Machine::l1_run`]), and the machine's page
+/// and line sizes.
+struct HitRunCtx {
+    task: TaskId,
+    asid: Asid,
+    page_shift: u32,
+    line_shift: u32,
+}
+
+impl HitRunCtx {
+    /// The run itself, with the TLB's and the L1's policies as `T` and `L`
+    /// (one body per pair the machine picks). Returns the references it
+    /// ran, the memo of the last line, their cycles and where it stopped.
+    #[inline(always)]
+    fn hits<T: HitUpdate, L: HitUpdate>(
+        &self,
+        mut tlb: tlb::HitRun<'_, T>,
+        mut l1: cache::HitRun<'_, L>,
+        batch: &[Access],
+        tally: &mut Tally,
+    ) -> (usize, Memo, u64, Stop) {
+        let HitRunCtx { task, asid, page_shift, line_shift } = *self;
+        let line_in_page = (1u64 << (page_shift - line_shift)) - 1;
+        let mut stores = 0u64;
+        let mut ran = 0;
+        // The last line run, where it sits in the TLB and the L1: a reference
+        // to the same line finds the same slots (nothing moved in between),
+        // so it skips the searches but not the hits' effects.
+        let (mut vline_run, mut line, mut slots) = (u64::MAX, LineAddr(0), None);
+        let mut stop = Stop::Unknown;
+        for a in batch {
+            let vaddr = a.addr.0;
+            let vline = vaddr >> line_shift;
+            let split = vaddr.saturating_add(a.size.max(1) as u64 - 1) >> line_shift != vline;
+            let store = a.kind == AccessKind::Store;
+            if split || a.kind == AccessKind::Ifetch || (store && !l1.write_back) {
+                break;
+            }
+            let (tslot, slot) = match slots {
+                Some(s) if vline == vline_run => s,
+                _ => {
+                    let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> page_shift)) else {
+                        stop = Stop::TlbMiss;
+                        break;
+                    };
+                    // Peek at the frame before touching: a line miss leaves the TLB as it was.
+                    let frame = tlb.frame_of(tslot);
+                    let next = LineAddr((frame << (page_shift - line_shift)) | (vline & line_in_page));
+                    let Some(slot) = l1.find(next) else {
+                        stop = Stop::LineMiss(tslot, next);
+                        break;
+                    };
+                    (vline_run, line, slots) = (vline, next, Some((tslot, slot)));
+                    (tslot, slot)
+                }
+            };
+            tlb.touch(tslot);
+            l1.touch_hit(slot, &Req { kind: a.kind.into(), pc: a.pc, task });
+            stores += store as u64;
+            ran += 1;
+        }
+        if ran > 0 {
+            tally.tlb[0] += ran as u64;
+            tally.l1[0][ReqKind::Load as usize] += ran as u64 - stores;
+            tally.l1[0][ReqKind::Store as usize] += stores;
+        }
+        let memo = Memo { vline: vline_run.wrapping_add(1), asid: asid.0, pline: line.0 };
+        (ran, memo, ran as u64 * (tlb.latency_cycles + l1.latency_cycles) as u64, stop)
     }
 }

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::replacement::{self, Policy, Replacement, ReqKind, Touch, VictimQuery};
+use super::replacement::{self, HitUpdate, Policy, Replacement, ReqKind, StampRun, Touch, VictimQuery};
 use super::tags::{Lookup, SetIndex, Slot, TagArray, INVALID};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
@@ -148,18 +148,18 @@ pub fn asid_of(key: u64) -> Asid {
 }
 
 /// What a TLB hit reads and changes. One body for [`Tlb::touch`] and [`HitRun`].
-struct HitState<'a> {
+struct HitState<'a, H> {
     frames: &'a [u64],
-    policy: &'a mut Policy,
+    policy: H,
     last: &'a mut Slot,
     ways: usize,
 }
 
-impl HitState<'_> {
+impl<H: HitUpdate> HitState<'_, H> {
     #[inline(always)]
     fn touch(&mut self, slot: Slot) -> u64 {
         *self.last = slot;
-        self.policy.on_hit(&Tlb::touched(slot));
+        self.policy.hit(&Tlb::touched(slot));
         self.frames[slot.set * self.ways + slot.way]
     }
 }
@@ -167,14 +167,14 @@ impl HitState<'_> {
 /// A TLB's hit path for the machine's run of L1 hits ([`Tlb::hit_run`]):
 /// lookups and hits as [`Tlb::find`] and [`Tlb::touch`] make them; the
 /// caller counts the hits.
-pub struct HitRun<'a> {
+pub struct HitRun<'a, H = &'a mut Policy> {
     lookup: Lookup<'a>,
-    state: HitState<'a>,
+    state: HitState<'a, H>,
     /// Cycles of a hit.
     pub latency_cycles: u32,
 }
 
-impl HitRun<'_> {
+impl<H: HitUpdate> HitRun<'_, H> {
     /// The slot holding `key`, if present.
     #[inline(always)]
     pub fn find(&self, key: u64) -> Option<Slot> {
@@ -192,6 +192,20 @@ impl HitRun<'_> {
     #[inline(always)]
     pub fn touch(&mut self, slot: Slot) -> u64 {
         self.state.touch(slot)
+    }
+}
+
+impl<'a> HitRun<'a> {
+    /// Whether [`HitRun::lru`] would succeed.
+    pub fn lends_stamps(&self, most: usize) -> bool {
+        self.state.policy.lends_stamps(most)
+    }
+
+    /// The same run with LRU's clock in a register, as `cache::HitRun::lru`.
+    pub fn lru(self, most: usize) -> Option<HitRun<'a, StampRun<'a>>> {
+        let HitRun { lookup, state: HitState { frames, policy, last, ways }, latency_cycles } = self;
+        let state = HitState { frames, policy: policy.lru_run(most)?, last, ways };
+        Some(HitRun { lookup, state, latency_cycles })
     }
 }
 
@@ -290,7 +304,7 @@ impl Tlb {
 
     /// The tags, and apart from them what a hit reads and changes.
     #[inline(always)]
-    fn split(&mut self) -> (&TagArray, HitState<'_>) {
+    fn split(&mut self) -> (&TagArray, HitState<'_, &mut Policy>) {
         let state =
             HitState { frames: &self.frames, policy: &mut self.policy, last: &mut self.last, ways: self.tags.ways() };
         (&self.tags, state)

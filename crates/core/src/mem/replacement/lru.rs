@@ -24,7 +24,7 @@ impl LruParams {
 /// True LRU by last-use stamps.
 #[derive(Debug, Clone)]
 pub struct Lru {
-    stamps: Stamps,
+    pub(super) stamps: Stamps,
 }
 
 impl Replacement for Lru {

@@ -212,6 +212,37 @@ pub trait Replacement {
     }
 }
 
+/// How a run of hits reaches a policy (the machine's L1 hit run, chosen
+/// once per run): a [`Policy`] dispatches on its kind at every hit; LRU's
+/// [`StampRun`] holds the clock in a register instead.
+pub trait HitUpdate {
+    /// A lookup hit `t.way` of `t.set`, as [`Replacement::on_hit`].
+    fn hit(&mut self, t: &Touch);
+}
+
+impl HitUpdate for &mut Policy {
+    #[inline(always)]
+    fn hit(&mut self, t: &Touch) {
+        self.on_hit(t);
+    }
+}
+
+impl Policy {
+    /// LRU's stamps lent to a run of at most `most` hits, if this is LRU and
+    /// its clock has room for them.
+    pub fn lru_run(&mut self, most: usize) -> Option<StampRun<'_>> {
+        match self {
+            Policy::Lru(lru) if lru.stamps.has_room(most) => Some(lru.stamps.run()),
+            _ => None,
+        }
+    }
+
+    /// Whether [`Policy::lru_run`] would lend the stamps.
+    pub fn lends_stamps(&self, most: usize) -> bool {
+        matches!(self, Policy::Lru(lru) if lru.stamps.has_room(most))
+    }
+}
+
 /// Declares the registered policies: the config enum (via
 /// [`register!`](crate::register)), the enum of instances, and the
 /// dispatching [`Replacement`] impl. One line per policy.
@@ -403,10 +434,43 @@ impl Stamps {
         self.low = base;
     }
 
+    /// Whether `most` more stamps fit before the clock must renumber.
+    fn has_room(&self, most: usize) -> bool {
+        ((u32::MAX - self.clock) as usize) > most
+    }
+
+    /// Lend the stamps to a run of hits ([`Stamps::has_room`] checked).
+    fn run(&mut self) -> StampRun<'_> {
+        StampRun { clock: self.clock, stamps: &mut self.stamps, ways: self.ways, home: &mut self.clock }
+    }
+
     #[cfg(test)]
     pub(crate) fn set_clocks(&mut self, clock: u32, low: u32) {
         self.clock = clock;
         self.low = low;
+    }
+}
+
+/// [`Stamps`] lent to a run of hits ([`Policy::lru_run`]): each hit is one
+/// store, with the clock in a local that goes back when the run ends.
+pub struct StampRun<'a> {
+    stamps: &'a mut [u32],
+    ways: usize,
+    clock: u32,
+    home: &'a mut u32,
+}
+
+impl HitUpdate for StampRun<'_> {
+    #[inline(always)]
+    fn hit(&mut self, t: &Touch) {
+        self.stamps[t.set * self.ways + t.way] = self.clock;
+        self.clock += 1;
+    }
+}
+
+impl Drop for StampRun<'_> {
+    fn drop(&mut self) {
+        *self.home = self.clock;
     }
 }
 

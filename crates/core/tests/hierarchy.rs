@@ -540,20 +540,28 @@ proptest! {
         l1i in any::<bool>(),
         itlb in any::<bool>(),
         write_through in any::<bool>(),
+        // Geometries with and without padding in the fingerprint vectors
+        // (the runs have bodies for 4-way L1 TLBs and 4-, 8-, 12-way L1s).
+        tlb_ways in prop_oneof![Just(2u32), Just(4)],
+        l1_ways in prop_oneof![Just(2u32), Just(4), Just(8), Just(12)],
     ) {
         let mut params = with_tlb(WalkModel::Fixed);
-        // One leader set per policy: the 2-set TLB and 8-set L1 still duel.
+        // Tree PLRU needs a power-of-two associativity.
+        prop_assume!(policy != "plru" || l1_ways.is_power_of_two());
+        // One leader set per policy: the 2-set TLB and 4-set L1 still duel.
         let policy = match policy {
             "dip" | "drrip" => PluginConfig { kind: policy.into(), params: serde_json::json!({"leader_sets": 1}) },
             _ => PluginConfig::named(policy),
         };
-        params.l1d = CacheParams { replacement: policy.clone(), ..level(2048, 4, 2) };
+        params.l1d = CacheParams { replacement: policy.clone(), ..level(4 * 64 * l1_ways as u64, l1_ways, 2) };
         if write_through {
             params.l1d.write_policy = WritePolicy::WriteThrough;
         }
         params.l1i = l1i.then(|| level(1024, 2, 1));
         let tlb = params.tlb.as_mut().unwrap();
         tlb.l1d.replacement = policy;
+        tlb.l1d.ways = tlb_ways;
+        tlb.l1d.entries = 2 * tlb_ways;
         tlb.l1i = itlb.then(|| TlbLevelParams { entries: 4, ways: 4, latency_cycles: 1, replacement: PluginConfig::named("lru") });
         let mut reference = params.clone();
         reference.attribution = vec![Attributed::L1d, Attributed::L1i, Attributed::TlbL1];

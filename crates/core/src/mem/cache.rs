@@ -332,21 +332,24 @@ struct HitState<'a, H> {
 }
 
 impl<H: HitUpdate> HitState<'_, H> {
+    /// A demand hit on `slot` of a cache of `WAYS` ways (0: any).
     #[inline(always)]
-    fn touch_hit(&mut self, slot: Slot, req: &Req) {
+    fn touch_hit<const WAYS: usize>(&mut self, slot: Slot, req: &Req) {
         debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
+        debug_assert!(WAYS == 0 || WAYS == self.ways);
+        let at = slot.set * if WAYS == 0 { self.ways } else { WAYS } + slot.way;
         let store = req.kind == ReqKind::Store;
         // Only a cache that takes stores reads the line's word: below the L1
         // it would be a host cache miss per hit. In the L1, branch-free on
         // the kind: loads and stores come in no predictable order.
         if self.store_dirties {
-            self.meta[slot.set * self.ways + slot.way].mark_dirty(store);
+            self.meta[at].mark_dirty(store);
         }
         if store && self.store_keeps_order {
             return;
         }
         *self.last = slot;
-        self.policy.hit(&Cache::touch(slot, req));
+        self.policy.hit(at, &Cache::touch(slot, req));
     }
 }
 
@@ -369,10 +372,27 @@ impl<H: HitUpdate> HitRun<'_, H> {
         self.lookup.find(line.0)
     }
 
-    /// A demand hit on `slot`, as [`Cache::touch_hit`].
+    /// [`HitRun::find`] with `STRIDE` fingerprints per set ([`Lookup::find_in`]).
     #[inline(always)]
-    pub fn touch_hit(&mut self, slot: Slot, req: &Req) {
-        self.state.touch_hit(slot, req);
+    pub fn find_in<const STRIDE: usize>(&self, line: LineAddr) -> Option<Slot> {
+        self.lookup.find_in::<STRIDE>(line.0)
+    }
+
+    /// Fingerprints per set ([`Lookup::stride`]).
+    pub fn stride(&self) -> usize {
+        self.lookup.stride()
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.state.ways
+    }
+
+    /// A demand hit on `slot`, as [`Cache::touch_hit`], in a cache of
+    /// `WAYS` ways known when compiling (0: any).
+    #[inline(always)]
+    pub fn touch_hit<const WAYS: usize>(&mut self, slot: Slot, req: &Req) {
+        self.state.touch_hit::<WAYS>(slot, req);
     }
 }
 
@@ -518,7 +538,7 @@ impl Cache {
     /// bulk ([`Cache::count_hits`]).
     #[inline(always)]
     pub fn touch_hit(&mut self, slot: Slot, req: &Req) {
-        self.split().1.touch_hit(slot, req);
+        self.split().1.touch_hit::<0>(slot, req);
     }
 
     /// The tags, and apart from them what a demand hit changes.

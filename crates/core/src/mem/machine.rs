@@ -820,12 +820,22 @@ impl Machine {
         // LRU in both (the common machine) gets a body with the clocks in
         // registers; any other policy dispatches on its kind at every hit.
         let (ran, memo, cycles, stop) = if tlb.lends_stamps(n) && l1.lends_stamps(n) {
-            match (tlb.lru(n), l1.lru(n)) {
-                (Some(tlb), Some(l1)) => run.hits(tlb, l1, batch, tally),
-                _ => return NONE,
+            // Sets that fill their fingerprint vectors exactly (no padding
+            // ways) get a body with the geometry as constants: the presets'
+            // 4-way L1 TLBs and 4-, 8- and 12-way L1Ds.
+            let strides = match (tlb.stride(), l1.stride()) {
+                (t, l) if t == tlb.ways() && l == l1.ways() => (t, l),
+                _ => (0, 0),
+            };
+            let (Some(tlb), Some(l1)) = (tlb.lru(n), l1.lru(n)) else { return NONE };
+            match strides {
+                (4, 4) => run.hits::<_, _, 4, 4>(tlb, l1, batch, tally),
+                (4, 8) => run.hits::<_, _, 4, 8>(tlb, l1, batch, tally),
+                (4, 12) => run.hits::<_, _, 4, 12>(tlb, l1, batch, tally),
+                _ => run.hits::<_, _, 0, 0>(tlb, l1, batch, tally),
             }
         } else {
-            run.hits(tlb, l1, batch, tally)
+            run.hits::<_, _, 0, 0>(tlb, l1, batch, tally)
         };
         if ran > 0 {
             memos[c][0] = memo;
@@ -1506,10 +1516,11 @@ struct HitRunCtx {
 
 impl HitRunCtx {
     /// The run itself, with the TLB's and the L1's policies as `T` and `L`
-    /// (one body per pair the machine picks). Returns the references it
-    /// ran, the memo of the last line, their cycles and where it stopped.
+    /// and their ways (and fingerprints) per set as `TS` and `LS` (0: any), one body
+    /// per combination the machine picks. Returns the references it ran,
+    /// the memo of the last line, their cycles and where it stopped.
     #[inline(always)]
-    fn hits<T: HitUpdate, L: HitUpdate>(
+    fn hits<T: HitUpdate, L: HitUpdate, const TS: usize, const LS: usize>(
         &self,
         mut tlb: tlb::HitRun<'_, T>,
         mut l1: cache::HitRun<'_, L>,
@@ -1536,14 +1547,14 @@ impl HitRunCtx {
             let (tslot, slot) = match slots {
                 Some(s) if vline == vline_run => s,
                 _ => {
-                    let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> page_shift)) else {
+                    let Some(tslot) = tlb.find_in::<TS>(tlb::key(asid, vaddr >> page_shift)) else {
                         stop = Stop::TlbMiss;
                         break;
                     };
                     // Peek at the frame before touching: a line miss leaves the TLB as it was.
-                    let frame = tlb.frame_of(tslot);
+                    let frame = tlb.frame_of::<TS>(tslot);
                     let next = LineAddr((frame << (page_shift - line_shift)) | (vline & line_in_page));
-                    let Some(slot) = l1.find(next) else {
+                    let Some(slot) = l1.find_in::<LS>(next) else {
                         stop = Stop::LineMiss(tslot, next);
                         break;
                     };
@@ -1551,8 +1562,8 @@ impl HitRunCtx {
                     (tslot, slot)
                 }
             };
-            tlb.touch(tslot);
-            l1.touch_hit(slot, &Req { kind: a.kind.into(), pc: a.pc, task });
+            tlb.touch::<TS>(tslot);
+            l1.touch_hit::<LS>(slot, &Req { kind: a.kind.into(), pc: a.pc, task });
             stores += store as u64;
             ran += 1;
         }

@@ -261,8 +261,23 @@ impl<'a> Lookup<'a> {
     /// The slot holding `key`, whose set is `key & (sets - 1)`.
     #[inline(always)]
     pub fn find(&self, key: u64) -> Option<Slot> {
+        self.find_in::<0>(key)
+    }
+
+    /// Fingerprints per set (ways rounded up to four).
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// [`Lookup::find`] with the fingerprints per set known when compiling
+    /// (`STRIDE`, which must be [`Lookup::stride`]; 0 for any): the set's
+    /// comparisons become straight-line code without a dispatch.
+    #[inline(always)]
+    pub fn find_in<const STRIDE: usize>(&self, key: u64) -> Option<Slot> {
+        debug_assert!(STRIDE == 0 || STRIDE == self.stride);
+        let stride = if STRIDE == 0 { self.stride } else { STRIDE };
         let set = (key & self.set_mask) as usize;
-        let base = set * self.stride;
+        let base = set * stride;
         let print = if self.exact_shift != u32::MAX {
             (key >> self.exact_shift) as u32
         } else {
@@ -271,8 +286,7 @@ impl<'a> Lookup<'a> {
         // SAFETY: `set_mask` is `sets - 1` and `prints` holds `sets * stride`
         // fingerprints from set 0's (see `TagArray::lookup`), so the set's
         // `stride` fingerprints are in bounds.
-        let mut candidates =
-            unsafe { match_prints(self.prints.as_ptr().add(base), self.stride, print) } & self.way_mask;
+        let mut candidates = unsafe { match_prints(self.prints.as_ptr().add(base), stride, print) } & self.way_mask;
         if self.exact_shift != u32::MAX {
             return (candidates != 0).then(|| Slot { set, way: candidates.trailing_zeros() as usize });
         }

@@ -156,11 +156,19 @@ struct HitState<'a, H> {
 }
 
 impl<H: HitUpdate> HitState<'_, H> {
+    /// The flat index of `slot` in a TLB of `WAYS` ways (0: any).
     #[inline(always)]
-    fn touch(&mut self, slot: Slot) -> u64 {
+    fn at<const WAYS: usize>(&self, slot: Slot) -> usize {
+        debug_assert!(WAYS == 0 || WAYS == self.ways);
+        slot.set * if WAYS == 0 { self.ways } else { WAYS } + slot.way
+    }
+
+    #[inline(always)]
+    fn touch<const WAYS: usize>(&mut self, slot: Slot) -> u64 {
+        let at = self.at::<WAYS>(slot);
         *self.last = slot;
-        self.policy.hit(&Tlb::touched(slot));
-        self.frames[slot.set * self.ways + slot.way]
+        self.policy.hit(at, &Tlb::touched(slot));
+        self.frames[at]
     }
 }
 
@@ -182,16 +190,33 @@ impl<H: HitUpdate> HitRun<'_, H> {
         self.lookup.find(key)
     }
 
-    /// The frame in `slot`, changing nothing.
+    /// [`HitRun::find`] with `STRIDE` fingerprints per set ([`Lookup::find_in`]).
     #[inline(always)]
-    pub fn frame_of(&self, slot: Slot) -> u64 {
-        self.state.frames[slot.set * self.state.ways + slot.way]
+    pub fn find_in<const STRIDE: usize>(&self, key: u64) -> Option<Slot> {
+        self.lookup.find_in::<STRIDE>(key)
     }
 
-    /// A hit on `slot`, as [`Tlb::touch`]; returns the frame.
+    /// Fingerprints per set ([`Lookup::stride`]).
+    pub fn stride(&self) -> usize {
+        self.lookup.stride()
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.state.ways
+    }
+
+    /// The frame in `slot`, changing nothing, in a TLB of `WAYS` ways
+    /// known when compiling (0: any).
     #[inline(always)]
-    pub fn touch(&mut self, slot: Slot) -> u64 {
-        self.state.touch(slot)
+    pub fn frame_of<const WAYS: usize>(&self, slot: Slot) -> u64 {
+        self.state.frames[self.state.at::<WAYS>(slot)]
+    }
+
+    /// A hit on `slot`, as [`Tlb::touch`], in a TLB of `WAYS` ways (0: any).
+    #[inline(always)]
+    pub fn touch<const WAYS: usize>(&mut self, slot: Slot) {
+        self.state.touch::<WAYS>(slot);
     }
 }
 
@@ -299,7 +324,7 @@ impl Tlb {
     /// [`Tlb::hit`] without the counter, for callers that count hits in bulk.
     #[inline(always)]
     pub fn touch(&mut self, slot: Slot) -> u64 {
-        self.split().1.touch(slot)
+        self.split().1.touch::<0>(slot)
     }
 
     /// The tags, and apart from them what a hit reads and changes.

@@ -216,13 +216,14 @@ pub trait Replacement {
 /// once per run): a [`Policy`] dispatches on its kind at every hit; LRU's
 /// [`StampRun`] holds the clock in a register instead.
 pub trait HitUpdate {
-    /// A lookup hit `t.way` of `t.set`, as [`Replacement::on_hit`].
-    fn hit(&mut self, t: &Touch);
+    /// A lookup hit `t.way` of `t.set`, as [`Replacement::on_hit`]; `at`
+    /// is the line's flat index, `t.set * ways + t.way`.
+    fn hit(&mut self, at: usize, t: &Touch);
 }
 
 impl HitUpdate for &mut Policy {
     #[inline(always)]
-    fn hit(&mut self, t: &Touch) {
+    fn hit(&mut self, _at: usize, t: &Touch) {
         self.on_hit(t);
     }
 }
@@ -441,7 +442,7 @@ impl Stamps {
 
     /// Lend the stamps to a run of hits ([`Stamps::has_room`] checked).
     fn run(&mut self) -> StampRun<'_> {
-        StampRun { clock: self.clock, stamps: &mut self.stamps, ways: self.ways, home: &mut self.clock }
+        StampRun { clock: self.clock, stamps: &mut self.stamps, home: &mut self.clock }
     }
 
     #[cfg(test)]
@@ -455,15 +456,14 @@ impl Stamps {
 /// store, with the clock in a local that goes back when the run ends.
 pub struct StampRun<'a> {
     stamps: &'a mut [u32],
-    ways: usize,
     clock: u32,
     home: &'a mut u32,
 }
 
 impl HitUpdate for StampRun<'_> {
     #[inline(always)]
-    fn hit(&mut self, t: &Touch) {
-        self.stamps[t.set * self.ways + t.way] = self.clock;
+    fn hit(&mut self, at: usize, _t: &Touch) {
+        self.stamps[at] = self.clock;
         self.clock += 1;
     }
 }

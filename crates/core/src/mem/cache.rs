@@ -511,6 +511,16 @@ impl Cache {
         self.tags.find(self.set_of(line), line.0)
     }
 
+    /// Ask the host to bring the state of `line`'s set (fingerprints, owners
+    /// and dirty bits, replacement state) into its caches, ahead of a lookup.
+    #[inline(always)]
+    pub fn prefetch(&self, line: LineAddr) {
+        let set = self.set_of(line);
+        self.tags.prefetch(set);
+        crate::util::prefetch_row(self.meta.as_ptr().wrapping_add(set * self.tags.ways()), self.tags.ways());
+        self.policy.prefetch(set);
+    }
+
     #[inline(always)]
     fn at(&self, slot: Slot) -> usize {
         self.tags.index(slot)

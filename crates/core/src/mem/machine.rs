@@ -1035,6 +1035,11 @@ impl Machine {
     fn access_line(&mut self, c: usize, line: LineAddr, req: &Req, missed: bool) -> u32 {
         let path = *self.cores[c].path(req.kind);
         let node = self.cores[c].node;
+        if missed {
+            for i in 1..path.len as usize {
+                self.caches[path.at(i)].prefetch(line);
+            }
+        }
         let (served, _) =
             if missed { self.miss_at(&path, 0, line, req, node) } else { self.lookup(&path, 0, line, req, node) };
         let top = &self.caches[path.at(0)];

@@ -224,6 +224,15 @@ impl TagArray {
         (0..self.ways).map(|way| Slot { set, way }).find(|&slot| self.holds(slot, key))
     }
 
+    /// Ask the host to bring `set`'s fingerprints (and tags) into its caches.
+    #[inline(always)]
+    pub fn prefetch(&self, set: usize) {
+        crate::util::prefetch_row(self.prints.as_ptr().wrapping_add(self.origin + set * self.stride), self.stride);
+        if self.exact.is_none() {
+            crate::util::prefetch_row(self.tags.as_ptr().wrapping_add(set * self.ways), self.ways);
+        }
+    }
+
     /// The first empty way of `set`, if any.
     #[inline]
     pub fn first_invalid(&self, set: usize) -> Option<usize> {

@@ -238,6 +238,14 @@ impl Policy {
         }
     }
 
+    /// Ask the host to bring `set`'s replacement state into its caches.
+    #[inline(always)]
+    pub fn prefetch(&self, set: usize) {
+        if let Policy::Lru(lru) = self {
+            lru.stamps.prefetch(set);
+        }
+    }
+
     /// Whether [`Policy::lru_run`] would lend the stamps.
     pub fn lends_stamps(&self, most: usize) -> bool {
         matches!(self, Policy::Lru(lru) if lru.stamps.has_room(most))
@@ -433,6 +441,12 @@ impl Stamps {
         }
         self.clock = Stamps::MID;
         self.low = base;
+    }
+
+    /// Ask the host to bring `set`'s stamps into its caches.
+    #[inline(always)]
+    fn prefetch(&self, set: usize) {
+        crate::util::prefetch_row(self.stamps.as_ptr().wrapping_add(set * self.ways), self.ways);
     }
 
     /// Whether `most` more stamps fit before the clock must renumber.

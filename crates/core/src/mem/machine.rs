@@ -1035,11 +1035,6 @@ impl Machine {
     fn access_line(&mut self, c: usize, line: LineAddr, req: &Req, missed: bool) -> u32 {
         let path = *self.cores[c].path(req.kind);
         let node = self.cores[c].node;
-        if missed {
-            for i in 1..path.len as usize {
-                self.caches[path.at(i)].prefetch(line);
-            }
-        }
         let (served, _) =
             if missed { self.miss_at(&path, 0, line, req, node) } else { self.lookup(&path, 0, line, req, node) };
         let top = &self.caches[path.at(0)];
@@ -1094,6 +1089,13 @@ impl Machine {
     #[inline(never)]
     fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
         let c = path.at(i);
+        if i == 0 {
+            // The levels below are searched next: have the host bring their
+            // sets closer now, so that their host cache misses overlap.
+            for below in 1..path.len as usize {
+                self.caches[path.at(below)].prefetch(line);
+            }
+        }
         let compulsory = self.caches[c].miss(line, req);
         let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
         let cause = self.attribution.as_mut().and_then(|a| a.observe(self.cache_level[c], req, line, false, stays));

@@ -358,9 +358,11 @@ impl Attribution {
         let mut blank = Shadows::default();
         for &(level, params) in caches {
             let name = format!("shadow/{}", level.name());
-            let cache = Cache::new(params, line_bits, seed, &name, &format!("machine.{}", level.name()))?;
-            // A shadow cache takes stores as an L1 does.
-            let store_keeps_order = !params.store_hit_updates_replacement;
+            let mut cache = Cache::new(params, line_bits, seed, &name, &format!("machine.{}", level.name()))?;
+            // As in the machine: below the L1 a store is a read for
+            // ownership, whose hit updates the order like a load's.
+            cache.receives_stores = matches!(level, Level::L1i | Level::L1d);
+            let store_keeps_order = !params.store_hit_updates_replacement && cache.receives_stores;
             blank.caches[level as usize] = Some(match LruShadow::fits(params, line_bits, store_keeps_order) {
                 Some(lru) => Shadow::Lru(lru),
                 None => {
@@ -533,7 +535,8 @@ mod tests {
     fn with_caches(caches: &[(Level, &CacheParams)], line_bits: u32) -> Attribution {
         let mut a = Attribution::new(caches, line_bits, [None, None], 1).unwrap();
         for &(level, params) in caches {
-            let cache = Cache::new(params, line_bits, 1, "shadow", "machine").unwrap();
+            let mut cache = Cache::new(params, line_bits, 1, "shadow", "machine").unwrap();
+            cache.receives_stores = level == Level::L1d;
             let used = vec![0; cache.sets() * cache.ways()];
             a.blank.caches[level as usize] = Some(Shadow::Cache(Box::new(CacheShadow { cache, used })));
         }
@@ -542,16 +545,19 @@ mod tests {
 
     #[test]
     fn lru_shadows_agree_with_cache_shadows() {
-        for (size, ways, store_updates) in [(2048, 4, true), (1024, 16, true), (2048, 4, false), (512, 1, true)] {
+        let geometries = [(2048, 4, true), (1024, 16, true), (2048, 4, false), (512, 1, true)];
+        for ((size, ways, store_updates), level) in
+            geometries.into_iter().flat_map(|g| [(g, Level::L1d), (g, Level::L2)])
+        {
             let params = CacheParams {
                 size_bytes: ByteSize(size),
                 ways,
                 store_hit_updates_replacement: store_updates,
                 ..CacheParams::default()
             };
-            let caches = [(Level::L2, &params)];
+            let caches = [(level, &params)];
             let mut ours = Attribution::new(&caches, 20, [None, None], 1).unwrap();
-            assert!(matches!(ours.blank.caches[Level::L2 as usize], Some(Shadow::Lru(_))));
+            assert!(matches!(ours.blank.caches[level as usize], Some(Shadow::Lru(_))));
             let mut reference = with_caches(&caches, 20);
             let mut rng = Rng::from_seed(size + ways as u64);
             for step in 0..40_000 {
@@ -571,18 +577,18 @@ mod tests {
                         reference.moved(task);
                     }
                     2 | 3 => {
-                        ours.invalidate(Level::L2, task, line);
-                        reference.invalidate(Level::L2, task, line);
+                        ours.invalidate(level, task, line);
+                        reference.invalidate(level, task, line);
                     }
                     4..=8 => {
-                        ours.place(Level::L2, &req, line);
-                        reference.place(Level::L2, &req, line);
+                        ours.place(level, &req, line);
+                        reference.place(level, &req, line);
                     }
                     _ => {
                         let stays = rng.chance(0.9);
-                        let a = ours.observe(Level::L2, &req, line, false, stays);
-                        let b = reference.observe(Level::L2, &req, line, false, stays);
-                        assert_eq!(a, b, "step {step}: {size} B, {ways} ways, {kind:?} of {line:?}");
+                        let a = ours.observe(level, &req, line, false, stays);
+                        let b = reference.observe(level, &req, line, false, stays);
+                        assert_eq!(a, b, "step {step}: {level:?} of {size} B, {ways} ways, {kind:?} of {line:?}");
                     }
                 }
             }

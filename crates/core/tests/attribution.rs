@@ -237,8 +237,13 @@ proptest! {
     #[test]
     fn a_task_alone_has_no_induced_misses(
         seed in any::<u64>(), lines in 8u64..2000, inclusion in 0u8..3, write_through in any::<bool>(), tlb in any::<bool>(),
+        store_updates in any::<bool>(),
     ) {
-        let mut m = Machine::new(&variant(inclusion, write_through, tlb), seed, "machine").unwrap();
+        let mut p = variant(inclusion, write_through, tlb);
+        for level in [&mut p.l1d, p.l2.as_mut().unwrap(), p.llc.as_mut().unwrap()] {
+            level.store_hit_updates_replacement = store_updates;
+        }
+        let mut m = Machine::new(&p, seed, "machine").unwrap();
         m.add_tasks(1);
         let mut rng = Rng::from_seed(seed);
         let refs: Vec<Access> = (0..3000).map(|_| random_access(&mut rng, lines)).collect();

@@ -16,8 +16,8 @@
 //! line) or capacity/conflict (the rest). Alone on a machine a task's shadows
 //! see exactly what its caches see, so it has no induced misses.
 //!
-//! The shadow keeps, per line, the task's [`Epoch`] at its last use of the
-//! line. Shadows cost a lookup per request at the level (and, for the L1s and
+//! The shadow keeps, per line, the task's epoch (its count of scheduling
+//! events, see [`History`]) at its last use of the line. Shadows cost a lookup per request at the level (and, for the L1s and
 //! the L1 TLB, turn off the machine's L1 shortcuts), so levels are chosen in
 //! `machine.attribution`.
 
@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::mem::cache::{Cache, CacheParams, Req};
+use crate::mem::replacement::ReqKind;
 use crate::mem::tags::Slot;
 use crate::mem::tlb::{Tlb, TlbLevelParams};
 use crate::stats::Level;
@@ -106,30 +107,40 @@ impl Induced {
     }
 }
 
-/// A task's scheduling history, as counts: a line used at one epoch and
-/// missed at a later one was lost to whatever changed in between.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Epoch {
-    /// Times the task moved to another core.
-    moves: u32,
-    /// Times the task was switched out.
-    switches: u32,
+/// A task's scheduling history: the number of events (switches out and
+/// moves to another core) so far, and how many of the first `k` were moves.
+/// A line used at one epoch and missed at a later one was lost to whatever
+/// happened in between. An epoch is the event count, 32 bits, so that a
+/// shadow line keeps its tag and epoch in 8 bytes.
+#[derive(Debug, Clone)]
+struct History {
+    /// Moves among the first `k` events, for every `k` up to now.
+    moves: Vec<u32>,
 }
 
-impl Epoch {
-    fn pack(self) -> u64 {
-        (self.moves as u64) << 32 | self.switches as u64
+impl Default for History {
+    fn default() -> Self {
+        History { moves: vec![0] }
+    }
+}
+
+impl History {
+    /// The current epoch.
+    fn now(&self) -> u32 {
+        (self.moves.len() - 1) as u32
     }
 
-    fn unpack(x: u64) -> Epoch {
-        Epoch { moves: (x >> 32) as u32, switches: x as u32 }
+    fn record(&mut self, moved: bool) {
+        let moves = self.moves[self.moves.len() - 1] + moved as u32;
+        self.moves.push(moves);
     }
 
-    /// Why a line last used at `self` was lost by `now`.
-    fn cause(self, now: Epoch) -> Cause {
-        if self.moves != now.moves {
+    /// Why a line last used at epoch `was` was lost by now.
+    fn cause(&self, was: u32) -> Cause {
+        let now = self.now();
+        if self.moves[was as usize] != self.moves[now as usize] {
             Cause::Migration
-        } else if self.switches != now.switches {
+        } else if was != now {
             Cause::Switch
         } else {
             Cause::Sharing
@@ -137,27 +148,180 @@ impl Epoch {
     }
 }
 
-/// One task's shadow of one cache level: the cache and each line's epoch of last use.
+/// One task's shadow of an LRU cache level, without the cache machinery:
+/// the hits and misses of a true-LRU set depend only on the order of its
+/// lines, so each set is kept as its tags, most recent first, followed by
+/// their epochs. One request reads one block of `2 x ways` 32-bit words
+/// (two adjacent host cache lines for 16 ways), where a [`Cache`] reads its
+/// tags, replacement stamps and line metadata from separate arrays; and a
+/// new task's shadow is zeroed memory the host maps on first touch instead
+/// of a copy.
 #[derive(Debug, Clone)]
-struct Shadow {
+struct LruShadow {
+    set_mask: u64,
+    set_bits: u32,
+    ways: usize,
+    /// Whether a store hit leaves the order alone (`store_hit_updates_replacement = false`).
+    store_keeps_order: bool,
+    /// Per set: `ways` tags (the line above the set bits, plus one; 0 for
+    /// none), valid ones first, then their epochs. Set 0 starts at `origin`,
+    /// aligned to 64 bytes.
+    words: Vec<u32>,
+    origin: usize,
+}
+
+impl LruShadow {
+    /// A shadow of `params`' geometry for lines below `2^line_bits`, if it
+    /// can be one: LRU, power-of-two sets, at most 64 ways, tags of at most
+    /// 31 bits.
+    fn fits(params: &CacheParams, line_bits: u32, store_keeps_order: bool) -> Option<LruShadow> {
+        let ways = params.effective_ways() as usize;
+        let sets = (params.lines() as usize / ways).max(1);
+        let set_bits = sets.trailing_zeros();
+        let fits = params.replacement.kind == "lru"
+            && sets.is_power_of_two()
+            && ways <= 64
+            && line_bits.saturating_sub(set_bits) <= 31;
+        fits.then(|| LruShadow {
+            set_mask: sets as u64 - 1,
+            set_bits,
+            ways,
+            store_keeps_order,
+            words: Vec::new(),
+            origin: 0,
+        })
+    }
+
+    /// The same geometry with every set empty. `vec!` of zeros asks the
+    /// allocator for zeroed memory: pages are only mapped when touched.
+    fn empty(&self) -> LruShadow {
+        let words = vec![0; (self.set_mask as usize + 1) * 2 * self.ways + 15];
+        let origin = (64 - (words.as_ptr() as usize & 63)) / 4 % 16;
+        LruShadow { words, origin, ..*self }
+    }
+
+    /// The block of `line`'s set, and the line's tag.
+    #[inline(always)]
+    fn block(&mut self, line: LineAddr) -> (&mut [u32], u32) {
+        let set = (line.0 & self.set_mask) as usize;
+        let start = self.origin + set * 2 * self.ways;
+        let tag = (line.0 >> self.set_bits) as u32 + 1;
+        (&mut self.words[start..start + 2 * self.ways], tag)
+    }
+
+    /// Ask the host to bring `line`'s block (two host lines for 16 ways)
+    /// into its caches.
+    #[inline(always)]
+    fn prefetch(&self, line: LineAddr) {
+        let start = self.origin + (line.0 & self.set_mask) as usize * 2 * self.ways;
+        crate::util::prefetch_row(self.words.as_ptr().wrapping_add(start), 2 * self.ways);
+    }
+
+    /// Position of `tag` among a block's tags.
+    #[inline(always)]
+    fn position(tags: &[u32], tag: u32) -> Option<usize> {
+        // A mask, not an early exit: the compiler compares the set at once.
+        let found = tags.iter().enumerate().fold(0u64, |m, (i, &t)| m | ((t == tag) as u64) << i);
+        (found != 0).then(|| found.trailing_zeros() as usize)
+    }
+
+    /// A request for `line` at `now`: `None` on a miss (nothing changes),
+    /// else the epoch of the line's last use. The line then becomes the
+    /// most recent (unless a store hit keeps the order) at epoch `now`, or
+    /// leaves if it does not `stay`.
+    #[inline]
+    fn observe(&mut self, line: LineAddr, kind: ReqKind, now: u32, stays: bool) -> Option<u32> {
+        let ways = self.ways;
+        let keeps = kind == ReqKind::Store && self.store_keeps_order;
+        let (block, tag) = self.block(line);
+        let (tags, epochs) = block.split_at_mut(ways);
+        let p = Self::position(tags, tag)?;
+        let was = epochs[p];
+        if !stays {
+            Self::remove(tags, epochs, p);
+        } else if keeps {
+            epochs[p] = now;
+        } else {
+            tags.copy_within(0..p, 1);
+            epochs.copy_within(0..p, 1);
+            tags[0] = tag;
+            epochs[0] = now;
+        }
+        Some(was)
+    }
+
+    /// Place `line` at epoch `now` as the most recent line, if absent,
+    /// evicting the least recent of a full set.
+    #[inline]
+    fn place(&mut self, line: LineAddr, now: u32) {
+        let ways = self.ways;
+        let (block, tag) = self.block(line);
+        let (tags, epochs) = block.split_at_mut(ways);
+        if Self::position(tags, tag).is_none() {
+            tags.copy_within(0..ways - 1, 1);
+            epochs.copy_within(0..ways - 1, 1);
+            tags[0] = tag;
+            epochs[0] = now;
+        }
+    }
+
+    /// Remove `line` if present.
+    fn invalidate(&mut self, line: LineAddr) {
+        let ways = self.ways;
+        let (block, tag) = self.block(line);
+        let (tags, epochs) = block.split_at_mut(ways);
+        if let Some(p) = Self::position(tags, tag) {
+            Self::remove(tags, epochs, p);
+        }
+    }
+
+    /// Close the gap at `p`, keeping the valid lines first.
+    fn remove(tags: &mut [u32], epochs: &mut [u32], p: usize) {
+        tags.copy_within(p + 1.., p);
+        epochs.copy_within(p + 1.., p);
+        tags[tags.len() - 1] = 0;
+    }
+}
+
+/// One task's shadow of a cache level of another policy: a cache of the
+/// level's kind and each line's epoch of last use.
+#[derive(Debug, Clone)]
+struct CacheShadow {
     cache: Cache,
-    used: Vec<u64>,
+    used: Vec<u32>,
+}
+
+impl CacheShadow {
+    fn stamp(&mut self, slot: Slot, now: u32) {
+        let i = slot.set * self.cache.ways() + slot.way;
+        self.used[i] = now;
+    }
+}
+
+/// One task's shadow of one cache level.
+#[derive(Debug, Clone)]
+enum Shadow {
+    Lru(LruShadow),
+    Cache(Box<CacheShadow>),
 }
 
 impl Shadow {
-    fn stamp(&mut self, slot: Slot, now: Epoch) {
-        let i = slot.set * self.cache.ways() + slot.way;
-        self.used[i] = now.pack();
+    /// An empty shadow like `self`.
+    fn empty(&self) -> Shadow {
+        match self {
+            Shadow::Lru(s) => Shadow::Lru(s.empty()),
+            Shadow::Cache(s) => Shadow::Cache(s.clone()),
+        }
     }
 }
 
 /// One task's shadows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Shadows {
     caches: [Option<Shadow>; Level::COUNT],
     /// First- and second-level TLB shadows; an entry's frame holds its epoch.
     tlbs: [Option<Tlb>; 2],
-    now: Epoch,
+    history: History,
 }
 
 /// The shadows of every task, built on a task's first request.
@@ -165,6 +329,10 @@ struct Shadows {
 pub struct Attribution {
     /// Empty shadows to copy for a new task.
     blank: Shadows,
+    /// Which cache levels and TLB levels have shadows: requests at the
+    /// others return before looking the task up.
+    cache_on: [bool; Level::COUNT],
+    tlb_on: [bool; 2],
     tasks: Vec<Shadows>,
 }
 
@@ -177,37 +345,61 @@ impl Attribution {
         tlbs: [Option<&TlbLevelParams>; 2],
         seed: u64,
     ) -> Result<Attribution> {
-        let mut blank = Shadows { caches: Default::default(), tlbs: Default::default(), now: Epoch::default() };
+        let mut blank = Shadows::default();
         for &(level, params) in caches {
             let name = format!("shadow/{}", level.name());
-            let cache = Cache::new(params, line_bits, seed, &name, &format!("machine.{}", level.name()))?;
-            let used = vec![0; cache.sets() * cache.ways()];
-            blank.caches[level as usize] = Some(Shadow { cache, used });
+            let mut cache = Cache::new(params, line_bits, seed, &name, &format!("machine.{}", level.name()))?;
+            // As in the machine: below the L1 a store is a read for
+            // ownership, whose hit updates the order like a load's.
+            cache.receives_stores = matches!(level, Level::L1i | Level::L1d);
+            let store_keeps_order = !params.store_hit_updates_replacement && cache.receives_stores;
+            blank.caches[level as usize] = Some(match LruShadow::fits(params, line_bits, store_keeps_order) {
+                Some(lru) => Shadow::Lru(lru),
+                None => {
+                    let used = vec![0; cache.sets() * cache.ways()];
+                    Shadow::Cache(Box::new(CacheShadow { cache, used }))
+                }
+            });
         }
         for (i, params) in tlbs.iter().enumerate() {
             if let Some(p) = params {
                 blank.tlbs[i] = Some(Tlb::new(p, seed, &format!("shadow/tlb{}", i + 1), "machine.tlb")?);
             }
         }
-        Ok(Attribution { blank, tasks: Vec::new() })
+        let cache_on = std::array::from_fn(|l| blank.caches[l].is_some());
+        let tlb_on = std::array::from_fn(|i| blank.tlbs[i].is_some());
+        Ok(Attribution { blank, cache_on, tlb_on, tasks: Vec::new() })
     }
 
+    #[inline]
     fn task(&mut self, task: TaskId) -> &mut Shadows {
         let t = task.0 as usize;
         if self.tasks.len() <= t {
-            self.tasks.resize(t + 1, self.blank.clone());
+            self.grow(t + 1);
         }
         &mut self.tasks[t]
     }
 
+    #[cold]
+    fn grow(&mut self, tasks: usize) {
+        while self.tasks.len() < tasks {
+            let b = &self.blank;
+            self.tasks.push(Shadows {
+                caches: std::array::from_fn(|l| b.caches[l].as_ref().map(Shadow::empty)),
+                tlbs: b.tlbs.clone(),
+                history: History::default(),
+            });
+        }
+    }
+
     /// `task` was switched out.
     pub fn switched_out(&mut self, task: TaskId) {
-        self.task(task).now.switches += 1;
+        self.task(task).history.record(false);
     }
 
     /// `task` moved to another core.
     pub fn moved(&mut self, task: TaskId) {
-        self.task(task).now.moves += 1;
+        self.task(task).history.record(true);
     }
 
     /// A request of `req.task` for `line` at `level`, which hit there or not
@@ -218,43 +410,69 @@ impl Attribution {
     /// miss the shadow hits; `None` if the level is not attributed.
     #[inline]
     pub fn observe(&mut self, level: Level, req: &Req, line: LineAddr, real_hit: bool, stays: bool) -> Option<Cause> {
-        let shadows = self.task(req.task);
-        let now = shadows.now;
-        let shadow = shadows.caches[level as usize].as_mut()?;
-        let Some(slot) = shadow.cache.find(line) else {
-            shadow.cache.note_miss(line, req);
+        if !self.cache_on[level as usize] {
             return None;
-        };
-        let i = slot.set * shadow.cache.ways() + slot.way;
-        let was = Epoch::unpack(shadow.used[i]);
-        if stays {
-            shadow.cache.touch_hit(slot, req);
-            shadow.stamp(slot, now);
-        } else {
-            shadow.cache.take(slot);
         }
-        (!real_hit).then(|| was.cause(now))
+        let shadows = self.task(req.task);
+        let now = shadows.history.now();
+        if level == Level::L2 && !real_hit {
+            // The LLC's shadow is asked next, after the LLC itself: fetch its
+            // block now so that the two host cache misses overlap.
+            if let Some(Shadow::Lru(llc)) = &shadows.caches[Level::Llc as usize] {
+                llc.prefetch(line);
+            }
+        }
+        let was = match shadows.caches[level as usize].as_mut()? {
+            Shadow::Lru(shadow) => shadow.observe(line, req.kind, now, stays)?,
+            Shadow::Cache(shadow) => {
+                let Some(slot) = shadow.cache.find(line) else {
+                    shadow.cache.note_miss(line, req);
+                    return None;
+                };
+                let was = shadow.used[slot.set * shadow.cache.ways() + slot.way];
+                if stays {
+                    shadow.cache.touch_hit(slot, req);
+                    shadow.stamp(slot, now);
+                } else {
+                    shadow.cache.take(slot);
+                }
+                was
+            }
+        };
+        (!real_hit).then(|| shadows.history.cause(was))
     }
 
     /// `line` placed at `level` for `req.task` (on a miss, a write-back that
     /// allocates, a victim moving into an exclusive level): the shadow places
     /// it too if absent.
     pub fn place(&mut self, level: Level, req: &Req, line: LineAddr) {
+        if !self.cache_on[level as usize] {
+            return;
+        }
         let shadows = self.task(req.task);
-        let now = shadows.now;
-        if let Some(shadow) = shadows.caches[level as usize].as_mut() {
-            if shadow.cache.find(line).is_none() {
+        let now = shadows.history.now();
+        match shadows.caches[level as usize].as_mut() {
+            Some(Shadow::Lru(shadow)) => shadow.place(line, now),
+            Some(Shadow::Cache(shadow)) if shadow.cache.find(line).is_none() => {
                 shadow.cache.fill(line, false, req);
                 shadow.stamp(shadow.cache.last_slot(), now);
             }
+            _ => {}
         }
     }
 
     /// `task`'s own request evicted `line` from an inclusive level, removing
     /// it from `level` above: alone, the task would have lost it too.
     pub fn invalidate(&mut self, level: Level, task: TaskId, line: LineAddr) {
-        if let Some(shadow) = self.task(task).caches[level as usize].as_mut() {
-            shadow.cache.back_invalidate(line);
+        if !self.cache_on[level as usize] {
+            return;
+        }
+        match self.task(task).caches[level as usize].as_mut() {
+            Some(Shadow::Lru(shadow)) => shadow.invalidate(line),
+            Some(Shadow::Cache(shadow)) => {
+                shadow.cache.back_invalidate(line);
+            }
+            None => {}
         }
     }
 
@@ -262,29 +480,123 @@ impl Attribution {
     /// or not; `stays` and the placing as in [`Attribution::observe`].
     /// Returns the cause of a real miss the shadow hits.
     pub fn observe_tlb(&mut self, i: usize, task: TaskId, key: u64, real_hit: bool, stays: bool) -> Option<Cause> {
+        if !self.tlb_on[i] {
+            return None;
+        }
         let shadows = self.task(task);
-        let now = shadows.now;
+        let now = shadows.history.now();
         let tlb = shadows.tlbs[i].as_mut()?;
         let slot = tlb.find(key)?;
-        let was = Epoch::unpack(tlb.frame_at(slot));
+        let was = tlb.frame_at(slot) as u32;
         if stays {
             tlb.touch(slot);
-            tlb.set_frame_at(slot, now.pack());
+            tlb.set_frame_at(slot, now as u64);
         } else {
             tlb.remove(key);
         }
-        (!real_hit).then(|| was.cause(now))
+        (!real_hit).then(|| shadows.history.cause(was))
     }
 
     /// Translation `key` of `task` placed in TLB level `i`: the shadow
     /// places it too if absent.
     pub fn place_tlb(&mut self, i: usize, task: TaskId, key: u64) {
+        if !self.tlb_on[i] {
+            return;
+        }
         let shadows = self.task(task);
-        let now = shadows.now;
+        let now = shadows.history.now();
         if let Some(tlb) = shadows.tlbs[i].as_mut() {
             if !tlb.probe(key) {
-                tlb.insert(key, now.pack());
+                tlb.insert(key, now as u64);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ByteSize;
+    use crate::types::VirtAddr;
+    use crate::util::rng::Rng;
+
+    /// The same shadows as `Attribution::new` builds, but every cache level
+    /// kept in a [`Cache`]: the reference for [`LruShadow`].
+    fn with_caches(caches: &[(Level, &CacheParams)], line_bits: u32) -> Attribution {
+        let mut a = Attribution::new(caches, line_bits, [None, None], 1).unwrap();
+        for &(level, params) in caches {
+            let mut cache = Cache::new(params, line_bits, 1, "shadow", "machine").unwrap();
+            cache.receives_stores = level == Level::L1d;
+            let used = vec![0; cache.sets() * cache.ways()];
+            a.blank.caches[level as usize] = Some(Shadow::Cache(Box::new(CacheShadow { cache, used })));
+        }
+        a
+    }
+
+    #[test]
+    fn lru_shadows_agree_with_cache_shadows() {
+        let geometries = [(2048, 4, true), (1024, 16, true), (2048, 4, false), (512, 1, true)];
+        for ((size, ways, store_updates), level) in
+            geometries.into_iter().flat_map(|g| [(g, Level::L1d), (g, Level::L2)])
+        {
+            let params = CacheParams {
+                size_bytes: ByteSize(size),
+                ways,
+                store_hit_updates_replacement: store_updates,
+                ..CacheParams::default()
+            };
+            let caches = [(level, &params)];
+            let mut ours = Attribution::new(&caches, 20, [None, None], 1).unwrap();
+            assert!(matches!(ours.blank.caches[level as usize], Some(Shadow::Lru(_))));
+            let mut reference = with_caches(&caches, 20);
+            let mut rng = Rng::from_seed(size + ways as u64);
+            for step in 0..40_000 {
+                let task = TaskId(rng.below(3) as u32);
+                // Lines from a range a few times the cache, and some far apart
+                // (high tag bits).
+                let line = LineAddr(rng.below(3 * size / 64) + if rng.chance(0.1) { 1 << 19 } else { 0 });
+                let kind = [ReqKind::Load, ReqKind::Store, ReqKind::Prefetch][rng.below(3) as usize];
+                let req = Req { kind, pc: VirtAddr(0), task };
+                match rng.below(20) {
+                    0 => {
+                        ours.switched_out(task);
+                        reference.switched_out(task);
+                    }
+                    1 => {
+                        ours.moved(task);
+                        reference.moved(task);
+                    }
+                    2 | 3 => {
+                        ours.invalidate(level, task, line);
+                        reference.invalidate(level, task, line);
+                    }
+                    4..=8 => {
+                        ours.place(level, &req, line);
+                        reference.place(level, &req, line);
+                    }
+                    _ => {
+                        let stays = rng.chance(0.9);
+                        let a = ours.observe(level, &req, line, false, stays);
+                        let b = reference.observe(level, &req, line, false, stays);
+                        assert_eq!(a, b, "step {step}: {level:?} of {size} B, {ways} ways, {kind:?} of {line:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn causes_follow_the_events_since_the_last_use() {
+        let mut h = History::default();
+        let first = h.now();
+        assert_eq!(h.cause(first), Cause::Sharing);
+        h.record(false);
+        let switched = h.now();
+        assert_eq!(h.cause(first), Cause::Switch);
+        h.record(true);
+        h.record(false);
+        assert_eq!(h.cause(first), Cause::Migration);
+        assert_eq!(h.cause(switched), Cause::Migration);
+        assert_eq!(h.cause(h.now()), Cause::Sharing);
     }
 }

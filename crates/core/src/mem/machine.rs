@@ -731,11 +731,9 @@ impl Machine {
         let (line, t, missed) = match stop {
             Stop::Unknown => return None,
             Stop::TlbMiss => {
-                // As `Tlb::lookup` counts its misses.
-                self.tlbs[dtlb].stats.misses += 1;
+                self.tlbs[dtlb].count_miss();
                 let (frame, t) = self.translate_miss(c, dtlb, &req, asid, a.addr.0 >> self.page_shift);
-                let lines_per_page = self.page_shift - self.line_shift;
-                (LineAddr((frame << lines_per_page) | (vline & ((1 << lines_per_page) - 1))), t, false)
+                (line_in_frame(frame, vline, self.page_shift, self.line_shift), t, false)
             }
             Stop::LineMiss(slot, line) => {
                 let tlb = &mut self.tlbs[dtlb];
@@ -775,7 +773,6 @@ impl Machine {
     fn access_split(&mut self, c: usize, req: &Req, asid: Asid, a: &Access) -> u32 {
         let first = a.addr.0 >> self.line_shift;
         let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
-        let lines_per_page = self.page_shift - self.line_shift;
         let mut worst = 0;
         let mut page = (u64::MAX, 0, 0);
         for vline in first..=last {
@@ -784,8 +781,8 @@ impl Machine {
                 let (paddr, t) = self.translate(c, req, asid, vaddr.max(a.addr.0));
                 page = (vaddr >> self.page_shift, paddr >> self.page_shift, t);
             }
-            let line = (page.1 << lines_per_page) | (vline & ((1 << lines_per_page) - 1));
-            worst = worst.max(page.2 + self.access_line(c, LineAddr(line), req, false));
+            let line = line_in_frame(page.1, vline, self.page_shift, self.line_shift);
+            worst = worst.max(page.2 + self.access_line(c, line, req, false));
         }
         worst
     }
@@ -795,7 +792,7 @@ impl Machine {
     /// geometry held in registers. Stops before the first reference that
     /// needs more (an instruction fetch, a line-crossing reference, a miss,
     /// a write-through store), having changed nothing for it. Returns the
-    /// references it ran and their cycles.
+    /// references it ran, their cycles and where it stopped.
     #[inline(never)]
     fn l1_run(
         &mut self,
@@ -858,8 +855,7 @@ impl Machine {
         let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> *page_shift)) else { return Fast::Untranslated };
         let frame = tlb.touch(tslot);
         tally.tlb[class] += 1;
-        let lines_per_page = *page_shift - *line_shift;
-        let line = LineAddr((frame << lines_per_page) | (vline & ((1 << lines_per_page) - 1)));
+        let line = line_in_frame(frame, vline, *page_shift, *line_shift);
         let cache = &mut caches[ports.path(req.kind).at(0)];
         let slot = match cache.find(line) {
             Some(slot) if cache.write_back || req.kind != ReqKind::Store => slot,
@@ -1512,6 +1508,13 @@ impl Machine {
     }
 }
 
+/// The physical line of virtual line `vline` in its page's `frame`.
+#[inline(always)]
+fn line_in_frame(frame: u64, vline: u64, page_shift: u32, line_shift: u32) -> LineAddr {
+    let lines_per_page = page_shift - line_shift;
+    LineAddr((frame << lines_per_page) | (vline & ((1 << lines_per_page) - 1)))
+}
+
 /// Who runs a run of L1 hits ([`Machine::l1_run`]), and the machine's page
 /// and line sizes.
 struct HitRunCtx {
@@ -1535,7 +1538,6 @@ impl HitRunCtx {
         tally: &mut Tally,
     ) -> (usize, Memo, u64, Stop) {
         let HitRunCtx { task, asid, page_shift, line_shift } = *self;
-        let line_in_page = (1u64 << (page_shift - line_shift)) - 1;
         let mut stores = 0u64;
         let mut ran = 0;
         // The last line run, where it sits in the TLB and the L1: a reference
@@ -1560,7 +1562,7 @@ impl HitRunCtx {
                     };
                     // Peek at the frame before touching: a line miss leaves the TLB as it was.
                     let frame = tlb.frame_of::<TS>(tslot);
-                    let next = LineAddr((frame << (page_shift - line_shift)) | (vline & line_in_page));
+                    let next = line_in_frame(frame, vline, page_shift, line_shift);
                     let Some(slot) = l1.find_in::<LS>(next) else {
                         stop = Stop::LineMiss(tslot, next);
                         break;

@@ -289,10 +289,16 @@ impl Tlb {
         match self.find(key) {
             Some(slot) => Some(self.hit(slot)),
             None => {
-                self.stats.misses += 1;
+                self.count_miss();
                 None
             }
         }
+    }
+
+    /// Count a lookup that missed (for callers that searched with [`Tlb::find`]).
+    #[inline]
+    pub fn count_miss(&mut self) {
+        self.stats.misses += 1;
     }
 
     /// The slot holding `key`, if present; changes nothing.

@@ -293,7 +293,7 @@ PLAN = {
             "combos": ((2 << 20, 2_000_000), (4 << 20, 2_000_000), (4 << 20, 1_500_000), (4 << 20, 1_000_000))},
 }
 
-CLAIMS = tuple((c, text, spec) for c, text, spec in (
+CLAIMS = (
     ("L1", "Saving the whole L2 gives low Efficiency: mcf and bzip2 touch < 30 % of restored lines, most ≤ 16 %",
      "< 30 % / ≤ 16 %"),
     ("L2", "≥ 50 % of the full-L2 benefit (MI-MRR) from saving 12.5 % of the lines, in several cases", "≥ 50 %"),
@@ -305,7 +305,7 @@ CLAIMS = tuple((c, text, spec) for c, text, spec in (
     ("L7", "CPI falls as S grows; gains from 2K lines; largest CPI reduction per line at ~2K lines", "~2K lines"),
     ("L8", "At S = 8K, CPI reduction 2–7 %, h264 ~1 %", "2–7 %"),
     ("L9", "PMW 1M versus 2M: 33–41 % larger benefit (20–40 % in general)", "33–41 %"),
-))
+)
 
 
 def run(ctx):

@@ -551,16 +551,23 @@ impl Cache {
         self.split().1.touch_hit::<0>(slot, req);
     }
 
+    /// Whether a store hit leaves the replacement order alone: only where
+    /// the core writes directly and store hits are configured not to count.
+    pub fn store_keeps_order(&self) -> bool {
+        !self.store_hit_updates && self.receives_stores
+    }
+
     /// The tags, and apart from them what a demand hit changes.
     #[inline(always)]
     fn split(&mut self) -> (&TagArray, HitState<'_, &mut Policy>) {
+        let store_keeps_order = self.store_keeps_order();
         let state = HitState {
             meta: &mut self.meta,
             policy: &mut self.policy,
             last: &mut self.last,
             ways: self.tags.ways(),
             store_dirties: self.receives_stores & self.write_back,
-            store_keeps_order: !self.store_hit_updates && self.receives_stores,
+            store_keeps_order,
         };
         (&self.tags, state)
     }

@@ -408,7 +408,7 @@ impl Machine {
         let mut add = |p: &CacheParams, level: Level, path: String| -> Result<usize> {
             let loc = format!("{loc}.{}", level.name());
             let mut c = Cache::new(p, line_bits, seed, &path, &loc)?;
-            c.receives_stores = matches!(level, Level::L1i | Level::L1d);
+            c.receives_stores = level.receives_stores();
             caches.push(c);
             cache_level.push(level);
             let prefetcher =

@@ -351,9 +351,8 @@ impl Attribution {
             let mut cache = Cache::new(params, line_bits, seed, &name, &format!("machine.{}", level.name()))?;
             // As in the machine: below the L1 a store is a read for
             // ownership, whose hit updates the order like a load's.
-            cache.receives_stores = matches!(level, Level::L1i | Level::L1d);
-            let store_keeps_order = !params.store_hit_updates_replacement && cache.receives_stores;
-            blank.caches[level as usize] = Some(match LruShadow::fits(params, line_bits, store_keeps_order) {
+            cache.receives_stores = level.receives_stores();
+            blank.caches[level as usize] = Some(match LruShadow::fits(params, line_bits, cache.store_keeps_order()) {
                 Some(lru) => Shadow::Lru(lru),
                 None => {
                     let used = vec![0; cache.sets() * cache.ways()];
@@ -526,7 +525,7 @@ mod tests {
         let mut a = Attribution::new(caches, line_bits, [None, None], 1).unwrap();
         for &(level, params) in caches {
             let mut cache = Cache::new(params, line_bits, 1, "shadow", "machine").unwrap();
-            cache.receives_stores = level == Level::L1d;
+            cache.receives_stores = level.receives_stores();
             let used = vec![0; cache.sets() * cache.ways()];
             a.blank.caches[level as usize] = Some(Shadow::Cache(Box::new(CacheShadow { cache, used })));
         }

@@ -38,6 +38,12 @@ impl Level {
     /// Number of levels.
     pub const COUNT: usize = 4;
 
+    /// Whether the core writes into caches of this level directly (the
+    /// L1s); below them a store is a read for ownership.
+    pub fn receives_stores(self) -> bool {
+        matches!(self, Level::L1i | Level::L1d)
+    }
+
     /// Name used in stats keys and config sections.
     pub fn name(self) -> &'static str {
         match self {

@@ -20,6 +20,8 @@ pub const EMPTY: u64 = u64::MAX;
 pub struct U64Map {
     entries: Vec<Entry>,
     len: usize,
+    /// 64 - log2(entries.len()): a key's home slot is the top bits of its product.
+    shift: u32,
 }
 
 /// One slot of a [`U64Map`].
@@ -33,7 +35,7 @@ const VACANT: Entry = Entry { key: EMPTY, value: 0 };
 
 impl Default for U64Map {
     fn default() -> Self {
-        U64Map { entries: vec![VACANT; 1024], len: 0 }
+        U64Map { entries: vec![VACANT; 1024], len: 0, shift: 64 - 10 }
     }
 }
 
@@ -48,8 +50,11 @@ impl U64Map {
     #[inline(always)]
     fn slot(&self, key: u64) -> usize {
         let mask = self.entries.len() - 1;
-        // Fibonacci hashing: the high bits of the product are well mixed.
-        let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        // Fibonacci hashing: the top bits of the product depend on every bit
+        // of the key. (Middle bits do not depend on the key's top bits, such
+        // as a page key's asid: 64 address spaces' copies of one page would
+        // share a home slot.)
+        let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
         while self.entries[i].key != key && self.entries[i].key != EMPTY {
             i = (i + 1) & mask;
         }
@@ -59,6 +64,7 @@ impl U64Map {
     fn grow(&mut self) {
         let size = self.entries.len() * 2;
         let entries = std::mem::replace(&mut self.entries, vec![VACANT; size]);
+        self.shift -= 1;
         for e in entries {
             if e.key != EMPTY {
                 let i = self.slot(e.key);
@@ -158,6 +164,14 @@ impl SeenSet {
 mod tests {
     use super::*;
     use std::collections::{HashMap, HashSet};
+
+    #[test]
+    fn keys_differing_in_their_top_bits_spread() {
+        // One page in 64 address spaces: page-table keys differ only above bit 52.
+        let map = U64Map::default();
+        let homes: HashSet<usize> = (0..64u64).map(|asid| map.slot(asid << 52 | 0x1234)).collect();
+        assert!(homes.len() >= 48, "{} distinct home slots of 64", homes.len());
+    }
 
     #[test]
     fn map_agrees_with_std() {

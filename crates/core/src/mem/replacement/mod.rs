@@ -409,11 +409,7 @@ impl Stamps {
         let keys = &self.stamps[base..base + self.ways];
         let Some(locked) = q.locked else {
             // Nothing locked (the common case): a plain, branch-free argmin.
-            return keys
-                .iter()
-                .enumerate()
-                .fold((0, u32::MAX), |best, (way, &k)| if k < best.1 { (way, k) } else { best })
-                .0;
+            return crate::util::argmin(keys);
         };
         let mut best = usize::MAX;
         let mut best_key = u32::MAX;

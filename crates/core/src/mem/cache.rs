@@ -519,6 +519,7 @@ impl Cache {
         self.tags.prefetch(set);
         crate::util::prefetch_row(self.meta.as_ptr().wrapping_add(set * self.tags.ways()), self.tags.ways());
         self.policy.prefetch(set);
+        self.seen.prefetch(line.0);
     }
 
     #[inline(always)]

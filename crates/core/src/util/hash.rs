@@ -73,6 +73,13 @@ impl U64Map {
         }
     }
 
+    /// Ask the host to bring `key`'s home slot closer.
+    #[inline(always)]
+    pub fn prefetch(&self, key: u64) {
+        let home = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
+        crate::util::prefetch(self.entries.as_ptr().wrapping_add(home));
+    }
+
     /// The value of `key`, if present.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
@@ -142,6 +149,12 @@ impl SeenSet {
         *bits |= bit;
         self.len += fresh as u64;
         fresh
+    }
+
+    /// Ask the host to bring the group of `key` closer.
+    #[inline(always)]
+    pub fn prefetch(&self, key: u64) {
+        self.groups.prefetch(key >> 6);
     }
 
     /// Whether `key` was recorded.

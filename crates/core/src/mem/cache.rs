@@ -522,6 +522,20 @@ impl Cache {
         self.seen.prefetch(line.0);
     }
 
+    /// The dirty line a fill of `line` would write back, where that is known
+    /// without changing anything: a full set under LRU, nothing locked or
+    /// partitioned. Lets the machine prefetch where the write-back will go.
+    #[inline]
+    pub fn dirty_victim(&self, line: LineAddr) -> Option<LineAddr> {
+        if !self.tags.is_full() || self.locked_count > 0 || self.partition.is_some() {
+            return None;
+        }
+        let set = self.set_of(line);
+        let slot = Slot { set, way: self.policy.peek_victim(set)? };
+        let i = self.at(slot);
+        self.meta[i].dirty().then(|| LineAddr(self.tags.get(slot)))
+    }
+
     #[inline(always)]
     fn at(&self, slot: Slot) -> usize {
         self.tags.index(slot)
@@ -928,6 +942,31 @@ mod tests {
             ..CacheParams::default()
         };
         Cache::new(&p, line_bits, 1, "test", "machine.l1d").unwrap()
+    }
+
+    #[test]
+    fn a_dirty_victim_hint_names_the_line_the_fill_writes_back() {
+        let mut rng = crate::util::rng::Rng::from_seed(5);
+        let mut c = cache(4, 4, "lru");
+        let (mut hinted, mut clean) = (0, 0);
+        for _ in 0..5000 {
+            let line = LineAddr(rng.below(64));
+            let kind = if rng.chance(0.3) { ReqKind::Store } else { ReqKind::Load };
+            if let Some(slot) = c.find(line) {
+                c.touch_hit(slot, &req(kind));
+                continue;
+            }
+            let hint = c.dirty_victim(line);
+            let Filled::Placed(victim) = c.fill(line, kind == ReqKind::Store, &req(kind)) else { unreachable!() };
+            let written_back = victim.filter(|v| v.dirty).map(|v| v.line);
+            // Once the cache is full, the hint is exactly the write-back.
+            if c.tags.is_full() && victim.is_some() {
+                assert_eq!(hint, written_back);
+                hinted += hint.is_some() as u32;
+                clean += hint.is_none() as u32;
+            }
+        }
+        assert!(hinted > 100 && clean > 100, "{hinted} dirty and {clean} clean victims");
     }
 
     /// The obviously-correct model: per set, a list ordered most- to

@@ -1091,6 +1091,10 @@ impl Machine {
             for below in 1..path.len as usize {
                 self.caches[path.at(below)].prefetch(line);
             }
+            // And the set that this level's dirty victim will be written back to.
+            if let (Some(victim), true) = (self.caches[c].dirty_victim(line), path.len > 1) {
+                self.caches[path.at(1)].prefetch(victim);
+            }
         }
         let compulsory = self.caches[c].miss(line, req);
         let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;

@@ -233,10 +233,16 @@ impl TagArray {
         }
     }
 
+    /// Whether every entry holds a key.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.valid == self.len()
+    }
+
     /// The first empty way of `set`, if any.
     #[inline]
     pub fn first_invalid(&self, set: usize) -> Option<usize> {
-        if self.valid == self.len() {
+        if self.is_full() {
             return None;
         }
         self.find(set, INVALID).map(|s| s.way)

@@ -246,6 +246,22 @@ impl Policy {
         }
     }
 
+    /// The way LRU would evict from `set` if nothing is locked, changing
+    /// nothing; `None` for other policies (whose choice may draw or learn).
+    #[inline]
+    pub fn peek_victim(&self, set: usize) -> Option<usize> {
+        match self {
+            Policy::Lru(lru) => Some(lru.stamps.oldest(&VictimQuery {
+                set,
+                pc: VirtAddr(0),
+                req: ReqKind::Load,
+                task: TaskId::NONE,
+                locked: None,
+            })),
+            _ => None,
+        }
+    }
+
     /// Whether [`Policy::lru_run`] would lend the stamps.
     pub fn lends_stamps(&self, most: usize) -> bool {
         matches!(self, Policy::Lru(lru) if lru.stamps.has_room(most))

@@ -519,7 +519,7 @@ impl Cache {
         self.tags.prefetch(set);
         crate::util::prefetch_row(self.meta.as_ptr().wrapping_add(set * self.tags.ways()), self.tags.ways());
         self.policy.prefetch(set);
-        self.seen.prefetch(line.0);
+        self.prefetch_first_touch(line);
     }
 
     /// The dirty line a fill of `line` would write back, where that is known
@@ -702,11 +702,31 @@ impl Cache {
     /// reference to the line by this cache). Write-backs are never compulsory.
     #[inline]
     pub fn miss(&mut self, line: LineAddr, req: &Req) -> bool {
+        self.count_miss(line, req);
+        self.first_touch(line, req)
+    }
+
+    /// [`Cache::miss`] without the first-touch part, for a caller that asks
+    /// [`Cache::first_touch`] later.
+    #[inline]
+    pub fn count_miss(&mut self, line: LineAddr, req: &Req) {
         self.stats.misses[req.kind as usize] += 1;
+        self.note_miss(line, req);
+    }
+
+    /// Record that this cache has seen `line`, missing on it; returns
+    /// whether the miss was compulsory (counted as such).
+    #[inline]
+    pub fn first_touch(&mut self, line: LineAddr, req: &Req) -> bool {
         let compulsory = self.seen.insert(line.0) && req.kind != ReqKind::Writeback;
         self.stats.compulsory[req.kind as usize] += compulsory as u64;
-        self.note_miss(line, req);
         compulsory
+    }
+
+    /// Ask the host to bring the first-touch record of `line` closer.
+    #[inline(always)]
+    pub fn prefetch_first_touch(&self, line: LineAddr) {
+        self.seen.prefetch(line.0);
     }
 
     /// Tell the replacement policy of a demand miss on `line` (set dueling

@@ -1096,9 +1096,25 @@ impl Machine {
                 self.caches[path.at(1)].prefetch(victim);
             }
         }
-        let compulsory = self.caches[c].miss(line, req);
+        self.caches[c].count_miss(line, req);
+        if i == 0 {
+            self.caches[c].prefetch_first_touch(line);
+        }
         let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
         let cause = self.attribution.as_mut().and_then(|a| a.observe(self.cache_level[c], req, line, false, stays));
+        let allocates = !(i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate);
+        let (served, carried) = if !allocates {
+            (0, false)
+        } else if i + 1 < path.len as usize {
+            self.lookup(path, i + 1, line, req, node)
+        } else {
+            self.memory_read(line, req, node);
+            (path.len as usize, false)
+        };
+        // Whether this level had seen the line, asked only now: the host
+        // cache miss on the first-touch table overlaps the levels below,
+        // which never read this level's table.
+        let compulsory = self.caches[c].first_touch(line, req);
         if req.kind.is_demand() {
             let counters = &mut self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize];
             counters.misses[req.kind as usize] += 1;
@@ -1109,15 +1125,9 @@ impl Machine {
                 None => counters.compulsory[req.kind as usize] += compulsory as u64,
             }
         }
-        if i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate {
+        if !allocates {
             return (0, false);
         }
-        let (served, carried) = if i + 1 < path.len as usize {
-            self.lookup(path, i + 1, line, req, node)
-        } else {
-            self.memory_read(line, req, node);
-            (path.len as usize, false)
-        };
         if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
             return (served, carried);
         }

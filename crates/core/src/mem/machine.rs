@@ -933,6 +933,12 @@ impl Machine {
         let key = tlb::key(asid, vpn);
         let task = req.task.0 as usize;
         let stlb = self.cores[c].stlb;
+        // The L2 TLB's set and the page table are read next and may be cold
+        // in the host's caches: start all their host misses at once.
+        if let Some(s) = stlb {
+            self.tlbs[s].prefetch(key);
+        }
+        self.page_table.prefetch(asid, vpn);
         self.tasks[task].tlb.l1_misses += 1;
         let victim_fill = self.l2_victim_fill;
         let mut observe = |i: usize, hit: bool, keep: bool| {

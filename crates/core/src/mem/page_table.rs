@@ -190,6 +190,14 @@ impl PageTable {
         }
     }
 
+    /// Ask the host to bring the entry of `vpn` in `asid` closer.
+    #[inline]
+    pub fn prefetch(&self, asid: Asid, vpn: u64) {
+        if !(self.identity && self.nodes == 1) {
+            self.pages.prefetch(super::tlb::key(asid, vpn));
+        }
+    }
+
     /// The translation of `vpn` in `asid`, allocating a frame on first touch
     /// by a core of node `toucher_node`.
     #[inline]

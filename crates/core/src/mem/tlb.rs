@@ -357,6 +357,16 @@ impl Tlb {
         self.rehit_is_noop && self.last.set == self.set_of(key) && self.tags.holds(self.last, key)
     }
 
+    /// Ask the host to bring the set of `key` (its fingerprints, tags,
+    /// frames and replacement state) closer.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        let set = self.set_of(key);
+        self.tags.prefetch(set);
+        crate::util::prefetch_row(self.frames.as_ptr().wrapping_add(set * self.tags.ways()), self.tags.ways());
+        self.policy.prefetch(set);
+    }
+
     /// Whether a key is present, without touching any state.
     pub fn probe(&self, key: u64) -> bool {
         self.find(key).is_some()

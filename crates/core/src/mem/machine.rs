@@ -1097,9 +1097,11 @@ impl Machine {
             for below in 1..path.len as usize {
                 self.caches[path.at(below)].prefetch(line);
             }
-            // And the set that this level's dirty victim will be written back to.
-            if let (Some(victim), true) = (self.caches[c].dirty_victim(line), path.len > 1) {
-                self.caches[path.at(1)].prefetch(victim);
+        }
+        // And the set that this level's dirty victim will be written back to.
+        if i + 1 < path.len as usize {
+            if let Some(victim) = self.caches[c].dirty_victim(line) {
+                self.caches[path.at(i + 1)].prefetch(victim);
             }
         }
         self.caches[c].count_miss(line, req);

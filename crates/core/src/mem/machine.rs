@@ -1097,6 +1097,9 @@ impl Machine {
             for below in 1..path.len as usize {
                 self.caches[path.at(below)].prefetch(line);
             }
+            if let Some(a) = &self.attribution {
+                a.prefetch_below_l1(req.task, line);
+            }
         }
         // And the set that this level's dirty victim will be written back to.
         if i + 1 < path.len as usize {

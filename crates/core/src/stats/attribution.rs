@@ -414,13 +414,6 @@ impl Attribution {
         }
         let shadows = self.task(req.task);
         let now = shadows.history.now();
-        if level == Level::L2 && !real_hit {
-            // The LLC's shadow is asked next, after the LLC itself: fetch its
-            // block now so that the two host cache misses overlap.
-            if let Some(Shadow::Lru(llc)) = &shadows.caches[Level::Llc as usize] {
-                llc.prefetch(line);
-            }
-        }
         let was = match shadows.caches[level as usize].as_mut()? {
             Shadow::Lru(shadow) => shadow.observe(line, req.kind, now, stays)?,
             Shadow::Cache(shadow) => {
@@ -439,6 +432,20 @@ impl Attribution {
             }
         };
         (!real_hit).then(|| shadows.history.cause(was))
+    }
+
+    /// Ask the host to bring `task`'s shadow block of `line` at every level
+    /// below the L1 closer: on an L1 miss, they are asked next (after the
+    /// real caches), and their host cache misses then overlap.
+    #[inline]
+    pub fn prefetch_below_l1(&self, task: TaskId, line: LineAddr) {
+        let Some(shadows) = self.tasks.get(task.0 as usize) else { return };
+        for level in [Level::L2, Level::Llc] {
+            if let (true, Some(Shadow::Lru(shadow))) = (self.cache_on[level as usize], &shadows.caches[level as usize])
+            {
+                shadow.prefetch(line);
+            }
+        }
     }
 
     /// `line` placed at `level` for `req.task` (on a miss, a write-back that

@@ -522,18 +522,20 @@ impl Cache {
         self.prefetch_first_touch(line);
     }
 
-    /// The dirty line a fill of `line` would write back, where that is known
-    /// without changing anything: a full set under LRU, nothing locked or
-    /// partitioned. Lets the machine prefetch where the write-back will go.
+    /// The dirty line a fill of `line` would write back, and its owner,
+    /// where that is known without changing anything: a full set under LRU,
+    /// nothing locked or partitioned. Lets the machine prefetch where the
+    /// write-back will go.
     #[inline]
-    pub fn dirty_victim(&self, line: LineAddr) -> Option<LineAddr> {
+    pub fn dirty_victim(&self, line: LineAddr) -> Option<(LineAddr, TaskId)> {
         if !self.tags.is_full() || self.locked_count > 0 || self.partition.is_some() {
             return None;
         }
         let set = self.set_of(line);
         let slot = Slot { set, way: self.policy.peek_victim(set)? };
         let i = self.at(slot);
-        self.meta[i].dirty().then(|| LineAddr(self.tags.get(slot)))
+        let meta = self.meta[i];
+        meta.dirty().then(|| (LineAddr(self.tags.get(slot)), meta.owner()))
     }
 
     #[inline(always)]
@@ -978,7 +980,7 @@ mod tests {
             }
             let hint = c.dirty_victim(line);
             let Filled::Placed(victim) = c.fill(line, kind == ReqKind::Store, &req(kind)) else { unreachable!() };
-            let written_back = victim.filter(|v| v.dirty).map(|v| v.line);
+            let written_back = victim.filter(|v| v.dirty).map(|v| (v.line, v.owner));
             // Once the cache is full, the hint is exactly the write-back.
             if c.tags.is_full() && victim.is_some() {
                 assert_eq!(hint, written_back);

@@ -1095,16 +1095,22 @@ impl Machine {
             // The levels below are searched next: have the host bring their
             // sets closer now, so that their host cache misses overlap.
             for below in 1..path.len as usize {
-                self.caches[path.at(below)].prefetch(line);
-            }
-            if let Some(a) = &self.attribution {
-                a.prefetch_below_l1(req.task, line);
+                let b = path.at(below);
+                self.caches[b].prefetch(line);
+                if let Some(a) = &self.attribution {
+                    a.prefetch(self.cache_level[b], req.task, line);
+                }
             }
         }
-        // And the set that this level's dirty victim will be written back to.
+        // And the set (and shadow) that this level's dirty victim will be
+        // written back to.
         if i + 1 < path.len as usize {
-            if let Some(victim) = self.caches[c].dirty_victim(line) {
-                self.caches[path.at(i + 1)].prefetch(victim);
+            if let Some((victim, owner)) = self.caches[c].dirty_victim(line) {
+                let b = path.at(i + 1);
+                self.caches[b].prefetch(victim);
+                if let Some(a) = &self.attribution {
+                    a.prefetch(self.cache_level[b], owner, victim);
+                }
             }
         }
         self.caches[c].count_miss(line, req);

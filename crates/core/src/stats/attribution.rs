@@ -434,17 +434,15 @@ impl Attribution {
         (!real_hit).then(|| shadows.history.cause(was))
     }
 
-    /// Ask the host to bring `task`'s shadow block of `line` at every level
-    /// below the L1 closer: on an L1 miss, they are asked next (after the
-    /// real caches), and their host cache misses then overlap.
+    /// Ask the host to bring `task`'s shadow block of `line` at `level`
+    /// closer: the machine knows which blocks its next requests and
+    /// write-backs will ask before it asks, and their host cache misses
+    /// then overlap.
     #[inline]
-    pub fn prefetch_below_l1(&self, task: TaskId, line: LineAddr) {
+    pub fn prefetch(&self, level: Level, task: TaskId, line: LineAddr) {
         let Some(shadows) = self.tasks.get(task.0 as usize) else { return };
-        for level in [Level::L2, Level::Llc] {
-            if let (true, Some(Shadow::Lru(shadow))) = (self.cache_on[level as usize], &shadows.caches[level as usize])
-            {
-                shadow.prefetch(line);
-            }
+        if let (true, Some(Shadow::Lru(shadow))) = (self.cache_on[level as usize], &shadows.caches[level as usize]) {
+            shadow.prefetch(line);
         }
     }
 

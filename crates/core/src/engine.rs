@@ -680,7 +680,12 @@ impl Engine {
         let run = &mut self.tasks[ti];
         let spec = &self.views[ti].spec;
         let left = spec.max_accesses.map_or(u64::MAX, |m| m - run.accesses);
-        let mut most = ((run.len - run.pos) as u64).min(left);
+        // At most to the next multiple of the batch size in the buffer: a
+        // producer's buffer holds several batches, and chunks end where a
+        // buffer of one batch would have (the interleaving of tasks on
+        // shared caches does not depend on who produced the accesses).
+        let batch = self.config.config.run.batch as usize;
+        let mut most = ((run.len - run.pos).min(batch - run.pos % batch) as u64).min(left);
         if !self.measuring {
             most = most.min(self.config.config.run.warmup_accesses - self.done);
         }
@@ -754,7 +759,7 @@ impl Engine {
         let run = &mut self.tasks[ti];
         let limited = self.views[ti].spec.max_accesses.is_some_and(|m| run.accesses >= m);
         if !limited && run.pos == run.len {
-            run.len = run.workload.fill(&mut run.buf)?;
+            run.len = run.workload.fill_vec(&mut run.buf)?;
             run.pos = 0;
         }
         if limited || run.len == 0 {

@@ -26,6 +26,7 @@ fn run(config: Value) -> Results {
 fn comparable(r: &Results) -> Value {
     let mut v = serde_json::to_value(r).unwrap();
     v["config"]["run"]["batch"] = Value::Null;
+    v["config"]["run"]["prefetch"] = Value::Null;
     v["summary"]["wall_seconds"] = Value::Null;
     v["summary"]["accesses_per_second"] = Value::Null;
     v
@@ -45,7 +46,7 @@ fn difference(a: &Value, b: &Value) -> Option<String> {
     }
 }
 
-/// Assert two results are the same but for wall time and batch size.
+/// Assert two results are the same but for wall time, batch size and prefetching.
 fn assert_same(a: &Results, b: &Results, what: &str) {
     if let Some(d) = difference(&comparable(a), &comparable(b)) {
         panic!("{what}: {d}");
@@ -412,7 +413,11 @@ fn runs_are_deterministic_with_shared_caches() {
         "run": {"batch": 256, "switch_cycles": 500, "migration_cycles": 2000},
     });
     let a = run(config.clone());
-    assert_same(&a, &run(config), "a second run");
+    assert_same(&a, &run(config.clone()), "a second run");
+    // Producer threads hand over buffers of several batches: the same chunks.
+    let mut inline = config;
+    inline["run"]["prefetch"] = json!(false);
+    assert_same(&a, &run(inline), "accesses produced inline");
     assert_eq!(a.tasks.len(), 10);
     assert_eq!(a.tasks[7].name, "task7");
     assert!(a.tasks[6..].iter().all(|t| t.asid == 100), "threads of one process share an asid");

@@ -29,6 +29,15 @@ pub trait Workload: Send {
     /// non-zero count does not mean the end.
     fn fill(&mut self, buf: &mut [Access]) -> Result<usize>;
 
+    /// [`Workload::fill`] into a buffer the workload may swap for one of
+    /// its own, of any length: no copy for a workload that receives its
+    /// accesses in buffers (one produced on another thread). The caller
+    /// keeps whatever buffer it gets back, and the first count accesses of
+    /// it are the stream's next ones.
+    fn fill_vec(&mut self, buf: &mut Vec<Access>) -> Result<usize> {
+        self.fill(buf)
+    }
+
     /// Total number of accesses the stream will produce, if known (for
     /// progress reporting; never used to decide results).
     fn len_hint(&self) -> Option<u64> {

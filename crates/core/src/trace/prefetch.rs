@@ -245,6 +245,20 @@ impl Workload for Prefetched {
         Ok(n)
     }
 
+    fn fill_vec(&mut self, buf: &mut Vec<Access>) -> Result<usize> {
+        if self.pos == self.current.len() && (self.done || !self.refill()?) {
+            return Ok(0);
+        }
+        if self.pos > 0 {
+            return self.fill(buf);
+        }
+        // Hand the whole batch over; the caller's buffer goes back to the
+        // producer at the next refill, so as many buffers stay in circulation.
+        std::mem::swap(&mut self.current, buf);
+        self.pos = self.current.len();
+        Ok(buf.len())
+    }
+
     fn len_hint(&self) -> Option<u64> {
         self.len_hint
     }
@@ -278,6 +292,28 @@ mod tests {
 
     fn accesses(n: u64) -> Vec<Access> {
         (0..n).map(|i| Access { addr: VirtAddr(i * 8), ..Access::load(0, 8) }).collect()
+    }
+
+    #[test]
+    fn handing_buffers_over_delivers_the_same_stream() {
+        for (n, batch) in [(0u64, 7usize), (1000, 7), (5000, 64)] {
+            let want = accesses(n);
+            let mut p = Prefetched::new(Box::new(VecWorkload::new(want.clone())), batch).unwrap();
+            let (mut got, mut buf, mut turn) = (Vec::new(), vec![Access::default(); 5], 0);
+            // Swaps and copies interleaved, with a buffer shorter than a batch.
+            loop {
+                turn += 1;
+                let k = if turn % 3 == 0 { p.fill(&mut buf[..5]) } else { p.fill_vec(&mut buf) }.unwrap();
+                if k == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..k]);
+                if buf.len() < 5 {
+                    buf.resize(5, Access::default());
+                }
+            }
+            assert_eq!(got, want, "n {n} batch {batch}");
+        }
     }
 
     #[test]

@@ -959,16 +959,27 @@ fn cut(
     max_stall: u64,
 ) -> (usize, u64) {
     // Most chunks are far from every deadline: then the whole chunk's totals,
-    // taken at once, say so, without the loop below, whose chain of float
+    // taken at once, say so, without the walk, whose chain of float
     // additions is a few cycles per access. The margin covers the rounding
     // by which that chain's sum may differ from this product (relatively at
     // most one part in 10^12 for a chunk of a few thousand accesses), and
-    // both bounds only grow along the chunk: the loop would cut nowhere.
+    // both bounds only grow along the chunk: the walk would cut nowhere.
     let total: u64 = accesses.iter().map(|a| a.instrs as u64).sum();
     let end = 1.0 + total as f64 * base_cpi + (accesses.len() as u64 * max_stall) as f64;
     if instr_room.is_none_or(|r| total < r) && cycle_room.is_none_or(|r| end * (1.0 + 1e-9) + 1.0 < r as f64) {
         return (accesses.len(), total);
     }
+    cut_by_walking(accesses, instr_room, cycle_room, base_cpi, max_stall)
+}
+
+/// [`cut`] access by access.
+fn cut_by_walking(
+    accesses: &[Access],
+    instr_room: Option<u64>,
+    cycle_room: Option<u64>,
+    base_cpi: f64,
+    max_stall: u64,
+) -> (usize, u64) {
     let mut instructions = 0u64;
     let mut bound = 1.0;
     for (i, a) in accesses.iter().enumerate() {
@@ -992,25 +1003,6 @@ mod tests {
     use super::*;
     use crate::util::rng::Rng;
 
-    /// [`cut`] as one loop, access by access.
-    fn cut_by_access(
-        accesses: &[Access],
-        instr_room: Option<u64>,
-        cycle_room: Option<u64>,
-        cpi: f64,
-        stall: u64,
-    ) -> (usize, u64) {
-        let (mut instructions, mut bound) = (0u64, 1.0);
-        for (i, a) in accesses.iter().enumerate() {
-            instructions += a.instrs as u64;
-            bound += a.instrs as f64 * cpi + stall as f64;
-            if instr_room.is_some_and(|r| instructions >= r) || cycle_room.is_some_and(|r| bound >= r as f64) {
-                return (i + 1, instructions);
-            }
-        }
-        (accesses.len(), instructions)
-    }
-
     #[test]
     fn a_chunk_is_cut_where_the_loop_access_by_access_cuts_it() {
         let mut rng = Rng::from_seed(3);
@@ -1020,8 +1012,8 @@ mod tests {
                 (0..n).map(|_| Access { instrs: rng.below(6) as u32, ..Access::load(0, 8) }).collect();
             let cpi = [1.0, 0.5, 0.3, 1.7][rng.below(4) as usize];
             let stall = rng.below(400);
-            // Deadlines around where the chunk ends, where the shortcut must not apply.
-            let (total, _) = cut_by_access(&accesses, None, None, cpi, stall);
+            // Deadlines around where the chunk ends: both sides of the shortcut.
+            let (total, _) = cut_by_walking(&accesses, None, None, cpi, stall);
             let instrs: u64 = accesses.iter().map(|a| a.instrs as u64).sum();
             let end = 1 + (instrs as f64 * cpi) as u64 + total as u64 * stall;
             let (dx, dy) = (rng.below(2 * stall + 8), rng.below(2 * stall + 8));
@@ -1029,7 +1021,7 @@ mod tests {
             let cycle_room = rng.chance(0.7).then(|| (end + dy).saturating_sub(stall + 4).max(1));
             assert_eq!(
                 cut(&accesses, instr_room, cycle_room, cpi, stall),
-                cut_by_access(&accesses, instr_room, cycle_room, cpi, stall),
+                cut_by_walking(&accesses, instr_room, cycle_room, cpi, stall),
                 "{instr_room:?} {cycle_room:?} cpi {cpi} stall {stall}"
             );
         }

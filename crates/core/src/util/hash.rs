@@ -46,15 +46,21 @@ impl std::fmt::Debug for U64Map {
 }
 
 impl U64Map {
-    /// The slot holding `key`, or the empty slot where it would go.
+    /// Where `key`'s probe starts.
     #[inline(always)]
-    fn slot(&self, key: u64) -> usize {
-        let mask = self.entries.len() - 1;
+    fn home(&self, key: u64) -> usize {
         // Fibonacci hashing: the top bits of the product depend on every bit
         // of the key. (Middle bits do not depend on the key's top bits, such
         // as a page key's asid: 64 address spaces' copies of one page would
         // share a home slot.)
-        let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The slot holding `key`, or the empty slot where it would go.
+    #[inline(always)]
+    fn slot(&self, key: u64) -> usize {
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(key);
         while self.entries[i].key != key && self.entries[i].key != EMPTY {
             i = (i + 1) & mask;
         }
@@ -76,8 +82,7 @@ impl U64Map {
     /// Ask the host to bring `key`'s home slot closer.
     #[inline(always)]
     pub fn prefetch(&self, key: u64) {
-        let home = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
-        crate::util::prefetch(self.entries.as_ptr().wrapping_add(home));
+        crate::util::prefetch(self.entries.as_ptr().wrapping_add(self.home(key)));
     }
 
     /// The value of `key`, if present.
@@ -182,7 +187,7 @@ mod tests {
     fn keys_differing_in_their_top_bits_spread() {
         // One page in 64 address spaces: page-table keys differ only above bit 52.
         let map = U64Map::default();
-        let homes: HashSet<usize> = (0..64u64).map(|asid| map.slot(asid << 52 | 0x1234)).collect();
+        let homes: HashSet<usize> = (0..64u64).map(|asid| map.home(asid << 52 | 0x1234)).collect();
         assert!(homes.len() >= 48, "{} distinct home slots of 64", homes.len());
     }
 

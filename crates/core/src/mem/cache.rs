@@ -523,8 +523,8 @@ impl Cache {
     }
 
     /// The dirty line a fill of `line` would write back, and its owner,
-    /// where that is known without changing anything: a full set under LRU,
-    /// nothing locked or partitioned. Lets the machine prefetch where the
+    /// where that is known without changing anything: a full cache under
+    /// LRU, nothing locked or partitioned. Lets the machine prefetch where the
     /// write-back will go.
     #[inline]
     pub fn dirty_victim(&self, line: LineAddr) -> Option<(LineAddr, TaskId)> {

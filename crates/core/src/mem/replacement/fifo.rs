@@ -40,7 +40,7 @@ impl Replacement for Fifo {
 
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
-        self.filled.oldest(q)
+        self.filled.oldest(q.set, q.locked)
     }
 }
 

@@ -48,7 +48,7 @@ impl Replacement for Lru {
 
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
-        self.stamps.oldest(q)
+        self.stamps.oldest(q.set, q.locked)
     }
 }
 

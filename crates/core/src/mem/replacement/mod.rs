@@ -251,13 +251,7 @@ impl Policy {
     #[inline]
     pub fn peek_victim(&self, set: usize) -> Option<usize> {
         match self {
-            Policy::Lru(lru) => Some(lru.stamps.oldest(&VictimQuery {
-                set,
-                pc: VirtAddr(0),
-                req: ReqKind::Load,
-                task: TaskId::NONE,
-                locked: None,
-            })),
+            Policy::Lru(lru) => Some(lru.stamps.oldest(set, None)),
             _ => None,
         }
     }
@@ -418,12 +412,13 @@ impl Stamps {
         self.low -= 1;
     }
 
-    /// The evictable way of `q.set` with the oldest stamp (ties to the lowest way).
+    /// The evictable way of `set` (`locked`: its ways' lock flags) with the
+    /// oldest stamp (ties to the lowest way).
     #[inline]
-    pub(crate) fn oldest(&self, q: &VictimQuery) -> usize {
-        let base = q.set * self.ways;
+    pub(crate) fn oldest(&self, set: usize, locked: Option<&[bool]>) -> usize {
+        let base = set * self.ways;
         let keys = &self.stamps[base..base + self.ways];
-        let Some(locked) = q.locked else {
+        let Some(locked) = locked else {
             // Nothing locked (the common case): a plain, branch-free argmin.
             return crate::util::argmin(keys);
         };

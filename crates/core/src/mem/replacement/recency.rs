@@ -53,6 +53,6 @@ impl<I: Insert> Replacement for Recency<I> {
 
     #[inline]
     fn victim(&mut self, q: &VictimQuery) -> usize {
-        self.stamps.oldest(q)
+        self.stamps.oldest(q.set, q.locked)
     }
 }

@@ -72,8 +72,9 @@ struct TaskRun {
     counts: TaskSchedCounts,
     interval: Option<Mark>,
     window: Option<Window>,
-    /// Its current schedule (since its last switch-in), for the `slices` table.
-    schedule: Option<SliceRow>,
+    /// Its current schedule (since its last switch-in), for the `slices`
+    /// table, with the mark of its switch-induced LLC misses at the start.
+    schedule: Option<(SliceRow, Option<usize>)>,
 }
 
 /// The start of a task's current interval.
@@ -145,6 +146,9 @@ pub struct Engine {
     intervals: Vec<IntervalRow>,
     windows: Vec<WindowRow>,
     slices: Vec<SliceRow>,
+    /// Per row of `slices` with attributed LLC misses, the marks of its
+    /// switch-induced misses at its start and end.
+    slice_marks: Vec<(usize, usize, usize)>,
 }
 
 impl Engine {
@@ -170,10 +174,13 @@ impl Engine {
             None => config.scheduler.build(&config.sched_build())?,
         };
         let run = &config.config.run;
+        let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if run.attribution_thread && host_cpus > 1 {
+            machine.attribute_on_thread()?;
+        }
         // A producer thread per task while each can have a host CPU beside
         // the simulation's; beyond that, the spare CPUs' threads shared by
         // all tasks, up to POOLED_TASKS (their buffers add up).
-        let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let n = config.tasks.len();
         let own_threads = run.prefetch && n < host_cpus;
         let pooled = run.prefetch && !own_threads && host_cpus > 1 && n <= POOLED_TASKS;
@@ -248,6 +255,7 @@ impl Engine {
             intervals: Vec::new(),
             windows: Vec::new(),
             slices: Vec::new(),
+            slice_marks: Vec::new(),
         })
     }
 
@@ -303,6 +311,11 @@ impl Engine {
             self.start_measuring(0);
         }
         self.close();
+        self.machine.settle_attribution()?;
+        let marks = self.machine.marks();
+        for &(row, open, close) in &self.slice_marks {
+            self.slices[row].llc_switch_misses = marks[close] - marks[open];
+        }
         Ok(self.results(self.done.min(warmup), started.elapsed().as_secs_f64()))
     }
 
@@ -484,12 +497,16 @@ impl Engine {
         let ti = task.0 as usize;
         let estimate = self.machine.atd().and_then(|a| a.published(task));
         self.views[ti].switch_estimate = estimate;
-        let Some(mut row) = self.tasks[ti].schedule.take() else { return };
+        let Some((mut row, opened)) = self.tasks[ti].schedule.take() else { return };
         let llc = &self.machine.tasks[ti].levels[Level::Llc as usize];
         row.end = now;
         row.instructions = self.views[ti].instructions - row.instructions;
         row.llc_misses = llc.total_misses() - row.llc_misses;
-        row.llc_switch_misses = llc.induced.switch.iter().sum::<u64>() - row.llc_switch_misses;
+        // Switch-induced misses are classified off the simulation's path:
+        // the row takes their difference once the run has settled them.
+        if let (Some(open), Some(close)) = (opened, self.machine.mark_switch_misses(task, Level::Llc)) {
+            self.slice_marks.push((self.slices.len(), open, close));
+        }
         row.set_estimate(estimate.filter(|e| e.time > row.start));
         self.slices.push(row);
     }
@@ -607,9 +624,8 @@ impl Engine {
         if self.measuring && self.config.config.stats.slices {
             let llc = &self.machine.tasks[ti].levels[Level::Llc as usize];
             let (instructions, misses) = (self.views[ti].instructions, llc.total_misses());
-            let switch_misses = llc.induced.switch.iter().sum();
-            self.tasks[ti].schedule =
-                Some(SliceRow::open(task.0, core.0, now, (instructions, misses, switch_misses), residual));
+            let row = SliceRow::open(task.0, core.0, now, (instructions, misses), residual);
+            self.tasks[ti].schedule = Some((row, self.machine.mark_switch_misses(task, Level::Llc)));
         }
         if let Some(from) = self.views[ti].last_core.filter(|&f| f != core) {
             self.machine.moved(task);

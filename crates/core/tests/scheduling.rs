@@ -27,6 +27,7 @@ fn comparable(r: &Results) -> Value {
     let mut v = serde_json::to_value(r).unwrap();
     v["config"]["run"]["batch"] = Value::Null;
     v["config"]["run"]["prefetch"] = Value::Null;
+    v["config"]["run"]["attribution_thread"] = Value::Null;
     v["summary"]["wall_seconds"] = Value::Null;
     v["summary"]["accesses_per_second"] = Value::Null;
     v
@@ -46,7 +47,8 @@ fn difference(a: &Value, b: &Value) -> Option<String> {
     }
 }
 
-/// Assert two results are the same but for wall time, batch size and prefetching.
+/// Assert two results are the same but for wall time, batch size and the
+/// work done on other threads.
 fn assert_same(a: &Results, b: &Results, what: &str) {
     if let Some(d) = difference(&comparable(a), &comparable(b)) {
         panic!("{what}: {d}");
@@ -432,6 +434,32 @@ fn runs_are_deterministic_with_shared_caches() {
     assert_eq!(core_l2, task_l2);
     let overhead: u64 = a.tasks.iter().map(|t| t.overhead_cycles).sum();
     assert_eq!(overhead, 500 * a.summary.switches + 2000 * a.summary.migrations);
+}
+
+#[test]
+fn attribution_on_a_worker_thread_counts_the_same() {
+    // Eight tasks whose working sets together overflow the LLC, switched
+    // every few thousand instructions on two cores: every level and both
+    // TLBs see induced misses, and the slices their switch-induced LLC misses.
+    let config = json!({
+        "machine": {"preset": "standard", "sockets": 1, "cores_per_socket": 2,
+                    "attribution": ["l1d", "l2", "llc", "tlb.l1", "tlb.l2"]},
+        "tasks": [{"workload": {"kind": "zipf", "params": {"accesses": 60_000, "working_set_bytes": "2MiB", "exponent": 0.6}}, "count": 8}],
+        "scheduler": {"kind": "round-robin", "params": {"quantum": "0.05ms"}},
+        "stats": {"interval": "40K instr", "window": "10K instr"},
+        "run": {"warmup_accesses": 20_000, "batch": 512},
+    });
+    let threaded = run(config.clone());
+    let mut inline = config;
+    inline["run"]["attribution_thread"] = json!(false);
+    assert_same(&threaded, &run(inline), "attribution applied inline");
+    let task = &threaded.tasks[3].stats;
+    for level in [Level::L1d, Level::L2, Level::Llc] {
+        assert!(task.levels[level as usize].induced.switch[0] > 0, "{level:?}");
+    }
+    assert!(task.tlb.l1_induced.switch[0] > 0 && task.levels[Level::Llc as usize].compulsory[0] > 0);
+    let slices: u64 = threaded.slices.iter().map(|s| s.llc_switch_misses).sum();
+    assert!(slices > 0);
 }
 
 /// A single task on the multi-task engine gives exactly what the machine

@@ -31,6 +31,7 @@ use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::stats::atd::Atd;
 use crate::stats::attribution::{Attributed, Attribution};
+use crate::stats::notes::{Attributor, Note};
 use crate::stats::{Level, NodeStats, TaskStats};
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 
@@ -341,7 +342,7 @@ impl Ports {
 }
 
 /// Sockets, cores, caches, TLBs and memory, with the per-task counters.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Machine {
     caches: Vec<Cache>,
     cache_level: Vec<Level>,
@@ -366,8 +367,10 @@ pub struct Machine {
     pub tasks: Vec<TaskStats>,
     memos: Vec<[Memo; 2]>,
     scratch: Vec<Evicted>,
-    /// Per-task isolated shadows, when levels are attributed.
-    attribution: Option<Box<Attribution>>,
+    /// Per-task isolated shadows, when levels are attributed, fed by notes.
+    attribution: Option<Attributor>,
+    /// See [`Machine::marks`].
+    marks: Vec<u64>,
     /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
     /// the L1 TLB is attributed, nor when an L1 has a prefetcher, since
     /// they bypass the shadows and the prefetchers.
@@ -505,12 +508,13 @@ impl Machine {
             prefetchers,
             migration_queues,
             attribution: Self::attribution(params, line_bits, seed)?,
+            marks: Vec::new(),
             atd: None,
         })
     }
 
     /// The shadows of the attributed levels, if any.
-    fn attribution(params: &MachineParams, line_bits: u32, seed: u64) -> Result<Option<Box<Attribution>>> {
+    fn attribution(params: &MachineParams, line_bits: u32, seed: u64) -> Result<Option<Attributor>> {
         if params.attribution.is_empty() {
             return Ok(None);
         }
@@ -528,7 +532,7 @@ impl Machine {
             tlb.filter(|_| on(Attributed::TlbL1)).map(|t| &t.l1d),
             tlb.filter(|_| on(Attributed::TlbL2)).and_then(|t| t.l2.as_ref()),
         ];
-        Ok(Some(Box::new(Attribution::new(&caches, line_bits, tlbs, seed)?)))
+        Ok(Some(Attributor::new(Attribution::new(&caches, line_bits, tlbs, seed)?)))
     }
 
     /// The most stall cycles one reference can cost: the slowest translation
@@ -568,7 +572,7 @@ impl Machine {
     /// count as switch-induced.
     pub fn switched_out(&mut self, task: TaskId) {
         if let Some(a) = &mut self.attribution {
-            a.switched_out(task);
+            a.note(Note::SwitchedOut(task));
         }
     }
 
@@ -576,8 +580,55 @@ impl Machine {
     /// before count as migration-induced.
     pub fn moved(&mut self, task: TaskId) {
         if let Some(a) = &mut self.attribution {
-            a.moved(task);
+            a.note(Note::Moved(task));
         }
+    }
+
+    /// Classify the attributed levels' misses on a worker thread from now
+    /// on (the same counts, off the simulation's path).
+    pub fn attribute_on_thread(&mut self) -> Result<()> {
+        if let Some(a) = self.attribution.take() {
+            self.attribution = Some(a.threaded()?);
+        }
+        Ok(())
+    }
+
+    /// Bring the attributed levels' compulsory and induced counts in
+    /// [`Machine::tasks`] up to date: they are classified in batches, and
+    /// are current only after this.
+    pub fn settle_attribution(&mut self) -> Result<()> {
+        let Some(a) = &mut self.attribution else { return Ok(()) };
+        let (cache_on, tlb_on) = a.coverage();
+        let (counts, marks) = a.settle()?;
+        self.marks.clone_from(marks);
+        if self.tasks.len() < counts.len() {
+            self.tasks.resize(counts.len(), TaskStats::default());
+        }
+        for (stats, counts) in self.tasks.iter_mut().zip(counts.iter().chain(std::iter::repeat(&Default::default()))) {
+            for l in (0..Level::COUNT).filter(|&l| cache_on[l]) {
+                stats.levels[l].compulsory = counts.compulsory[l];
+                stats.levels[l].induced = counts.induced[l];
+            }
+            if tlb_on[0] {
+                stats.tlb.l1_induced = counts.tlb_induced[0];
+            }
+            if tlb_on[1] {
+                stats.tlb.l2_induced = counts.tlb_induced[1];
+            }
+        }
+        Ok(())
+    }
+
+    /// Note where `task`'s switch-induced misses at `level` stand now, if
+    /// `level` is attributed; returns an index into [`Machine::marks`],
+    /// which has the count after [`Machine::settle_attribution`].
+    pub fn mark_switch_misses(&mut self, task: TaskId, level: Level) -> Option<usize> {
+        self.attribution.as_mut()?.mark(task, level)
+    }
+
+    /// The counts of [`Machine::mark_switch_misses`], as of the last settle.
+    pub fn marks(&self) -> &[u64] {
+        &self.marks
     }
 
     /// Bits of the largest physical line number: frames come from the
@@ -610,6 +661,9 @@ impl Machine {
     /// nodes; cache and TLB contents and page tables stay.
     pub fn reset_stats(&mut self) {
         self.tasks.iter_mut().for_each(|t| *t = TaskStats::default());
+        if let Some(a) = &mut self.attribution {
+            a.note(Note::Reset);
+        }
         for c in &mut self.caches {
             c.stats = Default::default();
         }
@@ -688,6 +742,9 @@ impl Machine {
             next += 1;
         }
         self.credit(c, task, &tally);
+        if let Some(a) = &mut self.attribution {
+            a.pass();
+        }
         let stats = &mut self.tasks[task.0 as usize];
         stats.accesses += batch.len() as u64;
         stats.instructions += batch.iter().map(|a| a.instrs as u64).sum::<u64>();
@@ -916,8 +973,8 @@ impl Machine {
         let (frame, latency) = match self.tlbs[l1].lookup(key) {
             Some(frame) => {
                 self.tasks[req.task.0 as usize].tlb.l1_hits += 1;
-                if let Some(a) = &mut self.attribution {
-                    a.observe_tlb(0, req.task, key, true, true);
+                if let Some(a) = self.attribution.as_mut().filter(|a| a.covers_tlb(0)) {
+                    a.note(Note::Tlb { i: 0, task: req.task, kind: req.kind, key, hit: true, stays: true });
                 }
                 (frame, self.tlbs[l1].latency_cycles)
             }
@@ -941,12 +998,12 @@ impl Machine {
         self.page_table.prefetch(asid, vpn);
         self.tasks[task].tlb.l1_misses += 1;
         let victim_fill = self.l2_victim_fill;
-        let mut observe = |i: usize, hit: bool, keep: bool| {
-            self.attribution.as_mut().and_then(|a| a.observe_tlb(i, req.task, key, hit, keep))
+        let mut observe = |i: usize, hit: bool, stays: bool| {
+            if let Some(a) = self.attribution.as_mut().filter(|a| a.covers_tlb(i)) {
+                a.note(Note::Tlb { i: i as u8, task: req.task, kind: req.kind, key, hit, stays });
+            }
         };
-        if let Some(cause) = observe(0, false, true) {
-            self.tasks[task].tlb.l1_induced.add(cause, req.kind as usize);
-        }
+        observe(0, false, true);
         let (frame, latency) = match stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
             Some((s, Some(frame))) => {
                 observe(1, true, !victim_fill);
@@ -958,9 +1015,7 @@ impl Machine {
             }
             found => {
                 if found.is_some() {
-                    if let Some(cause) = observe(1, false, !victim_fill) {
-                        self.tasks[task].tlb.l2_induced.add(cause, req.kind as usize);
-                    }
+                    observe(1, false, !victim_fill);
                     self.tasks[task].tlb.l2_misses += 1;
                 }
                 let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
@@ -992,16 +1047,17 @@ impl Machine {
     /// Mirror a TLB insert in `task`'s shadow of TLB level `i`.
     #[inline]
     fn place_tlb(&mut self, i: usize, task: TaskId, key: u64) {
-        if let Some(a) = &mut self.attribution {
-            a.place_tlb(i, task, key);
+        if let Some(a) = self.attribution.as_mut().filter(|a| a.covers_tlb(i)) {
+            a.note(Note::PlaceTlb { i: i as u8, task, key });
         }
     }
 
     /// Mirror a cache fill in `req.task`'s shadow of cache `c`'s level.
     #[inline]
     fn place(&mut self, c: usize, req: &Req, line: LineAddr) {
-        if let Some(a) = &mut self.attribution {
-            a.place(self.cache_level[c], req, line);
+        let level = self.cache_level[c];
+        if let Some(a) = self.attribution.as_mut().filter(|a| a.covers(level)) {
+            a.note(Note::Place { level, req: *req, line });
         }
         if let Some(atd) = &mut self.atd {
             atd.fill(c, self.caches[c].last_slot());
@@ -1077,8 +1133,9 @@ impl Machine {
             }
         }
         let leaves = i > 0 && self.caches[c].inclusion == Inclusion::Exclusive;
-        if let Some(a) = &mut self.attribution {
-            a.observe(self.cache_level[c], req, line, true, !leaves);
+        let level = self.cache_level[c];
+        if let Some(a) = self.attribution.as_mut().filter(|a| a.covers(level)) {
+            a.note(Note::Hit { level, req: *req, line, stays: !leaves });
         }
         if leaves {
             return (i, self.caches[c].take(slot).dirty);
@@ -1095,22 +1152,13 @@ impl Machine {
             // The levels below are searched next: have the host bring their
             // sets closer now, so that their host cache misses overlap.
             for below in 1..path.len as usize {
-                let b = path.at(below);
-                self.caches[b].prefetch(line);
-                if let Some(a) = &self.attribution {
-                    a.prefetch(self.cache_level[b], req.task, line);
-                }
+                self.caches[path.at(below)].prefetch(line);
             }
         }
-        // And the set (and shadow) that this level's dirty victim will be
-        // written back to.
+        // And the set that this level's dirty victim will be written back to.
         if i + 1 < path.len as usize {
-            if let Some((victim, owner)) = self.caches[c].dirty_victim(line) {
-                let b = path.at(i + 1);
-                self.caches[b].prefetch(victim);
-                if let Some(a) = &self.attribution {
-                    a.prefetch(self.cache_level[b], owner, victim);
-                }
+            if let Some((victim, _)) = self.caches[c].dirty_victim(line) {
+                self.caches[path.at(i + 1)].prefetch(victim);
             }
         }
         self.caches[c].count_miss(line, req);
@@ -1118,7 +1166,12 @@ impl Machine {
             self.caches[c].prefetch_first_touch(line);
         }
         let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
-        let cause = self.attribution.as_mut().and_then(|a| a.observe(self.cache_level[c], req, line, false, stays));
+        let level = self.cache_level[c];
+        let noted = self
+            .attribution
+            .as_mut()
+            .filter(|a| a.covers(level))
+            .map(|a| a.note(Note::Miss { level, req: *req, line, stays, compulsory: false }));
         let allocates = !(i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate);
         let (served, carried) = if !allocates {
             (0, false)
@@ -1133,14 +1186,15 @@ impl Machine {
         // which never read this level's table.
         let compulsory = self.caches[c].first_touch(line, req);
         if req.kind.is_demand() {
-            let counters = &mut self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize];
+            let counters = &mut self.tasks[req.task.0 as usize].levels[level as usize];
             counters.misses[req.kind as usize] += 1;
-            // Causes are disjoint: a miss the shadow would have hit is induced
-            // even where this cache never held the line (a task that moved).
-            match cause {
-                Some(cause) => counters.induced.add(cause, req.kind as usize),
-                None => counters.compulsory[req.kind as usize] += compulsory as u64,
+            // An attributed level's misses are classified from the note.
+            if noted.is_none() {
+                counters.compulsory[req.kind as usize] += compulsory as u64;
             }
+        }
+        if let (Some(a), Some(at)) = (self.attribution.as_mut(), noted) {
+            a.set_compulsory(at, compulsory);
         }
         if !allocates {
             return (0, false);
@@ -1223,8 +1277,9 @@ impl Machine {
             let upper = self.uppers[c][u];
             if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
                 victim.dirty |= copy.dirty;
-                if let (Some(a), true) = (&mut self.attribution, copy.owner == by) {
-                    a.invalidate(self.cache_level[upper], by, victim.line);
+                let level = self.cache_level[upper];
+                if let (Some(a), true) = (self.attribution.as_mut().filter(|a| a.covers(level)), copy.owner == by) {
+                    a.note(Note::Invalidate { level, task: by, line: victim.line });
                 }
             }
         }

@@ -17,9 +17,12 @@
 //! see exactly what its caches see, so it has no induced misses.
 //!
 //! The shadow keeps, per line, the task's epoch (its count of scheduling
-//! events, see [`History`]) at its last use of the line. Shadows cost a lookup per request at the level (and, for the L1s and
-//! the L1 TLB, turn off the machine's L1 shortcuts), so levels are chosen in
-//! `machine.attribution`.
+//! events, see [`History`]) at its last use of the line. Shadows cost a
+//! lookup per request at the level (and, for the L1s and the L1 TLB, turn
+//! off the machine's L1 shortcuts), so levels are chosen in
+//! `machine.attribution`. The machine does not call them directly: it
+//! writes down notes that are applied later, possibly on another thread
+//! ([`crate::stats::notes`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -331,8 +334,8 @@ pub struct Attribution {
     blank: Shadows,
     /// Which cache levels and TLB levels have shadows: requests at the
     /// others return before looking the task up.
-    cache_on: [bool; Level::COUNT],
-    tlb_on: [bool; 2],
+    pub(crate) cache_on: [bool; Level::COUNT],
+    pub(crate) tlb_on: [bool; 2],
     tasks: Vec<Shadows>,
 }
 
@@ -435,9 +438,8 @@ impl Attribution {
     }
 
     /// Ask the host to bring `task`'s shadow block of `line` at `level`
-    /// closer: the machine knows which blocks its next requests and
-    /// write-backs will ask before it asks, and their host cache misses
-    /// then overlap.
+    /// closer: a batch of notes says which blocks the next ones will ask
+    /// for, and their host cache misses then overlap.
     #[inline]
     pub fn prefetch(&self, level: Level, task: TaskId, line: LineAddr) {
         let Some(shadows) = self.tasks.get(task.0 as usize) else { return };

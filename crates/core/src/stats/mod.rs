@@ -10,6 +10,7 @@
 
 pub mod atd;
 pub mod attribution;
+pub mod notes;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -530,17 +531,16 @@ pub struct SliceRow {
 }
 
 impl SliceRow {
-    /// A schedule opening at `start`, with the task's instructions, LLC
-    /// misses and switch-induced LLC misses so far (closed by subtracting).
-    pub fn open(task: u32, core: u32, start: u64, so_far: (u64, u64, u64), residual: Option<(u64, u64)>) -> SliceRow {
-        let (instructions, llc_misses, llc_switch_misses) = so_far;
+    /// A schedule opening at `start`, with the task's instructions and LLC
+    /// misses so far (closed by subtracting).
+    pub fn open(task: u32, core: u32, start: u64, so_far: (u64, u64), residual: Option<(u64, u64)>) -> SliceRow {
+        let (instructions, llc_misses) = so_far;
         SliceRow {
             task,
             core,
             start,
             instructions,
             llc_misses,
-            llc_switch_misses,
             residual_left: residual.map(|r| r.0),
             residual_found: residual.map(|r| r.1),
             ..Default::default()

@@ -1362,6 +1362,9 @@ pub struct NativeReader<R = File> {
     /// An error met after some records were already returned by `fill`.
     deferred: Option<Error>,
     failed: bool,
+    /// The access a [`NativeReader::seek`] asked for, while the accesses
+    /// before it in the current block are not yet decoded and dropped.
+    seeking: Option<u64>,
 }
 
 impl<R> std::fmt::Debug for NativeReader<R> {
@@ -1444,6 +1447,7 @@ impl<R: Read + Seek> NativeReader<R> {
             dctx: zstd_safe::DCtx::create(),
             deferred: None,
             failed: false,
+            seeking: None,
         };
         reader.rewind();
         Ok(reader)
@@ -1477,7 +1481,7 @@ impl<R: Read + Seek> NativeReader<R> {
     /// Index (within the thread) of the next access [`fill`](Workload::fill)
     /// returns.
     pub fn position(&self) -> u64 {
-        self.position
+        self.seeking.unwrap_or(self.position)
     }
 
     /// Accesses of this reader's thread, if the file has an index.
@@ -1496,6 +1500,7 @@ impl<R: Read + Seek> NativeReader<R> {
             None => Cursor::Sequential { offset: self.data_start, seq: 0 },
         };
         self.position = 0;
+        self.seeking = None;
         self.block.clear();
         self.deferred = None;
         self.failed = false;
@@ -1556,7 +1561,14 @@ impl<R: Read + Seek> NativeReader<R> {
                 self.cursor = Cursor::Sequential { offset, seq };
             }
         }
-        // Decode and drop the accesses of the block before `access`.
+        // The accesses of the block before `access` are decoded and dropped
+        // by the first fill: on a producer thread, not the opener's.
+        self.seeking = (self.position < access).then_some(access);
+        Ok(())
+    }
+
+    /// Decode and drop the accesses before `access` in the current block.
+    fn discard_to(&mut self, access: u64) -> Result<()> {
         let mut scratch = [Access::default(); 256];
         while self.position < access {
             let want = ((access - self.position) as usize).min(scratch.len());
@@ -1774,7 +1786,10 @@ impl<R: Read + Seek + Send> Workload for NativeReader<R> {
         if self.failed {
             return Err(self.err(self.block_at.0, Some(self.block_at.1), "the reader stopped at an earlier error"));
         }
-        let result = self.fill_impl(buf);
+        let result = match self.seeking.take() {
+            Some(access) => self.discard_to(access).and_then(|()| self.fill_impl(buf)),
+            None => self.fill_impl(buf),
+        };
         if result.is_err() {
             self.failed = true;
         }
@@ -1782,7 +1797,7 @@ impl<R: Read + Seek + Send> Workload for NativeReader<R> {
     }
 
     fn len_hint(&self) -> Option<u64> {
-        self.thread_len().map(|n| n.saturating_sub(self.position))
+        self.thread_len().map(|n| n.saturating_sub(self.position()))
     }
 }
 

@@ -175,8 +175,8 @@ impl Engine {
         };
         let run = &config.config.run;
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if run.attribution_thread && host_cpus > 1 {
-            machine.attribute_on_thread()?;
+        if run.classify_thread && host_cpus > 1 {
+            machine.classify_on_thread()?;
         }
         // A producer thread per task while each can have a host CPU beside
         // the simulation's; beyond that, the spare CPUs' threads shared by
@@ -311,7 +311,7 @@ impl Engine {
             self.start_measuring(0);
         }
         self.close();
-        self.machine.settle_attribution()?;
+        self.machine.settle_counts()?;
         let marks = self.machine.marks();
         for &(row, open, close) in &self.slice_marks {
             self.slices[row].llc_switch_misses = marks[close] - marks[open];

@@ -39,7 +39,7 @@ fn pass(base: u64, lines: u64) -> Vec<Access> {
 /// Run a batch, then bring the classified counts up to date.
 fn run(m: &mut Machine, core: u32, task: u32, accesses: &[Access]) {
     m.access_batch(CoreId(core), TaskId(task), Asid(task), accesses);
-    m.settle_attribution().unwrap();
+    m.settle_counts().unwrap();
 }
 
 fn counters(m: &Machine, task: u32, level: Level) -> LevelCounters {

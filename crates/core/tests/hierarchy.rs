@@ -308,6 +308,8 @@ fn latency_is_that_of_the_serving_level_and_cycles_add_up() {
     let a = access(AccessKind::Load, 0x1000);
     assert_eq!(m.access(CoreId(0), TaskId(0), Asid(0), &a), 200);
     assert_eq!(m.access(CoreId(0), TaskId(0), Asid(0), &a), 1);
+    // Compulsory misses are classified off the machine's path.
+    m.settle_counts().unwrap();
     let t = &m.tasks[0];
     assert_eq!(t.stall_cycles, 201);
     assert_eq!(m.cycles_of(TaskId(0)), 2.0 + 201.0);

@@ -27,7 +27,7 @@ fn comparable(r: &Results) -> Value {
     let mut v = serde_json::to_value(r).unwrap();
     v["config"]["run"]["batch"] = Value::Null;
     v["config"]["run"]["prefetch"] = Value::Null;
-    v["config"]["run"]["attribution_thread"] = Value::Null;
+    v["config"]["run"]["classify_thread"] = Value::Null;
     v["summary"]["wall_seconds"] = Value::Null;
     v["summary"]["accesses_per_second"] = Value::Null;
     v
@@ -437,7 +437,7 @@ fn runs_are_deterministic_with_shared_caches() {
 }
 
 #[test]
-fn attribution_on_a_worker_thread_counts_the_same() {
+fn classifying_on_a_worker_thread_counts_the_same() {
     // Eight tasks whose working sets together overflow the LLC, switched
     // every few thousand instructions on two cores: every level and both
     // TLBs see induced misses, and the slices their switch-induced LLC misses.
@@ -451,7 +451,7 @@ fn attribution_on_a_worker_thread_counts_the_same() {
     });
     let threaded = run(config.clone());
     let mut inline = config;
-    inline["run"]["attribution_thread"] = json!(false);
+    inline["run"]["classify_thread"] = json!(false);
     assert_same(&threaded, &run(inline), "attribution applied inline");
     let task = &threaded.tasks[3].stats;
     for level in [Level::L1d, Level::L2, Level::Llc] {
@@ -493,6 +493,7 @@ fn a_single_task_alone_matches_a_direct_machine_loop() {
         m.access_batch(CoreId(0), TaskId(0), Asid(0), warm);
         m.reset_stats();
         m.access_batch(CoreId(0), TaskId(0), Asid(0), measured);
+        m.settle_counts().unwrap();
         assert_eq!(r.tasks[0].stats, m.tasks[0], "{machine}");
         assert_eq!(r.summary.cycles, m.cycles_of(TaskId(0)).round() as u64);
         assert_eq!(r.summary.switches, (warmup == 0) as u64, "the one switch-in at the start");

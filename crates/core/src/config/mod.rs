@@ -46,9 +46,10 @@ pub struct RunParams {
     /// Produce the workload's accesses on a second thread, overlapping
     /// trace decoding or generation with the simulation (same results).
     pub prefetch: bool,
-    /// Classify the attributed levels' misses on a worker thread, off the
-    /// simulation's path, when the host has a second CPU (same results).
-    pub attribution_thread: bool,
+    /// Classify misses (compulsory or not, and the attributed levels'
+    /// causes) on a worker thread, off the simulation's path, when the host
+    /// has a second CPU (same results).
+    pub classify_thread: bool,
     /// Cycles a core spends on each context switch (direct cost).
     pub switch_cycles: u64,
     /// Cycles added to a switch that migrates the task to another core.
@@ -62,7 +63,7 @@ impl Default for RunParams {
             warmup_accesses: 0,
             batch: 4096,
             prefetch: true,
-            attribution_thread: true,
+            classify_thread: true,
             switch_cycles: 0,
             migration_cycles: 0,
         }

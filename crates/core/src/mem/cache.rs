@@ -519,7 +519,6 @@ impl Cache {
         self.tags.prefetch(set);
         crate::util::prefetch_row(self.meta.as_ptr().wrapping_add(set * self.tags.ways()), self.tags.ways());
         self.policy.prefetch(set);
-        self.prefetch_first_touch(line);
     }
 
     /// The dirty line a fill of `line` would write back, and its owner,
@@ -705,30 +704,18 @@ impl Cache {
     #[inline]
     pub fn miss(&mut self, line: LineAddr, req: &Req) -> bool {
         self.count_miss(line, req);
-        self.first_touch(line, req)
-    }
-
-    /// [`Cache::miss`] without the first-touch part, for a caller that asks
-    /// [`Cache::first_touch`] later.
-    #[inline]
-    pub fn count_miss(&mut self, line: LineAddr, req: &Req) {
-        self.stats.misses[req.kind as usize] += 1;
-        self.note_miss(line, req);
-    }
-
-    /// Record that this cache has seen `line`, missing on it; returns
-    /// whether the miss was compulsory (counted as such).
-    #[inline]
-    pub fn first_touch(&mut self, line: LineAddr, req: &Req) -> bool {
         let compulsory = self.seen.insert(line.0) && req.kind != ReqKind::Writeback;
         self.stats.compulsory[req.kind as usize] += compulsory as u64;
         compulsory
     }
 
-    /// Ask the host to bring the first-touch record of `line` closer.
-    #[inline(always)]
-    pub fn prefetch_first_touch(&self, line: LineAddr) {
-        self.seen.prefetch(line.0);
+    /// [`Cache::miss`] without the first-touch part, for the machine, which
+    /// tells compulsory misses from the others off its path
+    /// ([`crate::stats::notes`]) and settles them into these stats.
+    #[inline]
+    pub fn count_miss(&mut self, line: LineAddr, req: &Req) {
+        self.stats.misses[req.kind as usize] += 1;
+        self.note_miss(line, req);
     }
 
     /// Tell the replacement policy of a demand miss on `line` (set dueling
@@ -855,12 +842,6 @@ impl Cache {
     /// what is left of its lines when it comes back).
     pub fn lines_of(&self, task: TaskId) -> u64 {
         self.owned.get(task.0 as usize).copied().unwrap_or(0)
-    }
-
-    /// Note that `line` was placed here without a lookup (a victim filled
-    /// into an exclusive level), so a later miss on it is not compulsory.
-    pub fn mark_seen(&mut self, line: LineAddr) {
-        self.seen.insert(line.0);
     }
 
     /// Remove the line in `slot` and return it (no stats beyond the policy

@@ -31,7 +31,7 @@ use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::stats::atd::Atd;
 use crate::stats::attribution::{Attributed, Attribution};
-use crate::stats::notes::{Attributor, Note};
+use crate::stats::notes::{Note, Notebook};
 use crate::stats::{Level, NodeStats, TaskStats};
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 
@@ -363,12 +363,14 @@ pub struct Machine {
     l2_victim_fill: bool,
     base_cpi: f64,
     nodes: Vec<NodeStats>,
-    /// Counters of every task, indexed by task id.
+    /// Counters of every task, indexed by task id (their compulsory and
+    /// induced misses as of the last [`Machine::settle_counts`]).
     pub tasks: Vec<TaskStats>,
     memos: Vec<[Memo; 2]>,
     scratch: Vec<Evicted>,
-    /// Per-task isolated shadows, when levels are attributed, fed by notes.
-    attribution: Option<Attributor>,
+    /// What the first-touch sets and the attributed levels' shadows must
+    /// see, classified off the simulation's path.
+    notebook: Notebook,
     /// See [`Machine::marks`].
     marks: Vec<u64>,
     /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
@@ -470,6 +472,7 @@ impl Machine {
         let t = params.tlb.clone().unwrap_or_default();
         let memos = vec![[Memo::default(); 2]; cores.len()];
         let migration_queues = vec![MigrationQueue::default(); cores.len()];
+        let notebook = Notebook::new(caches.len(), Self::attribution(params, line_bits, seed)?);
         Ok(Machine {
             caches,
             cache_level,
@@ -507,14 +510,14 @@ impl Machine {
                 && params.l1i.as_ref().is_none_or(|p| p.prefetcher.is_none()),
             prefetchers,
             migration_queues,
-            attribution: Self::attribution(params, line_bits, seed)?,
+            notebook,
             marks: Vec::new(),
             atd: None,
         })
     }
 
     /// The shadows of the attributed levels, if any.
-    fn attribution(params: &MachineParams, line_bits: u32, seed: u64) -> Result<Option<Attributor>> {
+    fn attribution(params: &MachineParams, line_bits: u32, seed: u64) -> Result<Option<Attribution>> {
         if params.attribution.is_empty() {
             return Ok(None);
         }
@@ -532,7 +535,7 @@ impl Machine {
             tlb.filter(|_| on(Attributed::TlbL1)).map(|t| &t.l1d),
             tlb.filter(|_| on(Attributed::TlbL2)).and_then(|t| t.l2.as_ref()),
         ];
-        Ok(Some(Attributor::new(Attribution::new(&caches, line_bits, tlbs, seed)?)))
+        Ok(Some(Attribution::new(&caches, line_bits, tlbs, seed)?))
     }
 
     /// The most stall cycles one reference can cost: the slowest translation
@@ -571,43 +574,43 @@ impl Machine {
     /// `task` was switched out: its later misses on lines it used before
     /// count as switch-induced.
     pub fn switched_out(&mut self, task: TaskId) {
-        if let Some(a) = &mut self.attribution {
-            a.note(Note::SwitchedOut(task));
-        }
+        self.notebook.note(Note::SwitchedOut(task));
     }
 
     /// `task` moved to another core: its later misses on lines it used
     /// before count as migration-induced.
     pub fn moved(&mut self, task: TaskId) {
-        if let Some(a) = &mut self.attribution {
-            a.note(Note::Moved(task));
-        }
+        self.notebook.note(Note::Moved(task));
     }
 
-    /// Classify the attributed levels' misses on a worker thread from now
-    /// on (the same counts, off the simulation's path).
-    pub fn attribute_on_thread(&mut self) -> Result<()> {
-        if let Some(a) = self.attribution.take() {
-            self.attribution = Some(a.threaded()?);
-        }
+    /// Classify misses on a worker thread from now on (the same counts,
+    /// off the simulation's path).
+    pub fn classify_on_thread(&mut self) -> Result<()> {
+        let notebook = std::mem::replace(&mut self.notebook, Notebook::new(0, None));
+        self.notebook = notebook.threaded()?;
         Ok(())
     }
 
-    /// Bring the attributed levels' compulsory and induced counts in
-    /// [`Machine::tasks`] up to date: they are classified in batches, and
-    /// are current only after this.
-    pub fn settle_attribution(&mut self) -> Result<()> {
-        let Some(a) = &mut self.attribution else { return Ok(()) };
-        let (cache_on, tlb_on) = a.coverage();
-        let (counts, marks) = a.settle()?;
-        self.marks.clone_from(marks);
-        if self.tasks.len() < counts.len() {
-            self.tasks.resize(counts.len(), TaskStats::default());
+    /// Bring the compulsory misses (of the caches and the tasks) and the
+    /// attributed levels' induced misses up to date: they are classified in
+    /// batches, and are current only after this.
+    pub fn settle_counts(&mut self) -> Result<()> {
+        let (cache_on, tlb_on) = self.notebook.coverage();
+        let settled = self.notebook.settle()?;
+        self.marks.clone_from(&settled.marks);
+        for (cache, compulsory) in self.caches.iter_mut().zip(&settled.caches) {
+            cache.stats.compulsory = *compulsory;
         }
-        for (stats, counts) in self.tasks.iter_mut().zip(counts.iter().chain(std::iter::repeat(&Default::default()))) {
-            for l in (0..Level::COUNT).filter(|&l| cache_on[l]) {
-                stats.levels[l].compulsory = counts.compulsory[l];
-                stats.levels[l].induced = counts.induced[l];
+        if self.tasks.len() < settled.tasks.len() {
+            self.tasks.resize(settled.tasks.len(), TaskStats::default());
+        }
+        let none = Default::default();
+        for (stats, counts) in self.tasks.iter_mut().zip(settled.tasks.iter().chain(std::iter::repeat(&none))) {
+            for (l, level) in stats.levels.iter_mut().enumerate() {
+                level.compulsory = counts.compulsory[l];
+                if cache_on[l] {
+                    level.induced = counts.induced[l];
+                }
             }
             if tlb_on[0] {
                 stats.tlb.l1_induced = counts.tlb_induced[0];
@@ -621,9 +624,9 @@ impl Machine {
 
     /// Note where `task`'s switch-induced misses at `level` stand now, if
     /// `level` is attributed; returns an index into [`Machine::marks`],
-    /// which has the count after [`Machine::settle_attribution`].
+    /// which has the count after [`Machine::settle_counts`].
     pub fn mark_switch_misses(&mut self, task: TaskId, level: Level) -> Option<usize> {
-        self.attribution.as_mut()?.mark(task, level)
+        self.notebook.mark(task, level)
     }
 
     /// The counts of [`Machine::mark_switch_misses`], as of the last settle.
@@ -661,9 +664,7 @@ impl Machine {
     /// nodes; cache and TLB contents and page tables stay.
     pub fn reset_stats(&mut self) {
         self.tasks.iter_mut().for_each(|t| *t = TaskStats::default());
-        if let Some(a) = &mut self.attribution {
-            a.note(Note::Reset);
-        }
+        self.notebook.note(Note::Reset);
         for c in &mut self.caches {
             c.stats = Default::default();
         }
@@ -742,9 +743,7 @@ impl Machine {
             next += 1;
         }
         self.credit(c, task, &tally);
-        if let Some(a) = &mut self.attribution {
-            a.pass();
-        }
+        self.notebook.pass();
         let stats = &mut self.tasks[task.0 as usize];
         stats.accesses += batch.len() as u64;
         stats.instructions += batch.iter().map(|a| a.instrs as u64).sum::<u64>();
@@ -973,8 +972,8 @@ impl Machine {
         let (frame, latency) = match self.tlbs[l1].lookup(key) {
             Some(frame) => {
                 self.tasks[req.task.0 as usize].tlb.l1_hits += 1;
-                if let Some(a) = self.attribution.as_mut().filter(|a| a.covers_tlb(0)) {
-                    a.note(Note::Tlb { i: 0, task: req.task, kind: req.kind, key, hit: true, stays: true });
+                if self.notebook.covers_tlb(0) {
+                    self.notebook.note(Note::Tlb { i: 0, task: req.task, kind: req.kind, key, hit: true, stays: true });
                 }
                 (frame, self.tlbs[l1].latency_cycles)
             }
@@ -999,8 +998,8 @@ impl Machine {
         self.tasks[task].tlb.l1_misses += 1;
         let victim_fill = self.l2_victim_fill;
         let mut observe = |i: usize, hit: bool, stays: bool| {
-            if let Some(a) = self.attribution.as_mut().filter(|a| a.covers_tlb(i)) {
-                a.note(Note::Tlb { i: i as u8, task: req.task, kind: req.kind, key, hit, stays });
+            if self.notebook.covers_tlb(i) {
+                self.notebook.note(Note::Tlb { i: i as u8, task: req.task, kind: req.kind, key, hit, stays });
             }
         };
         observe(0, false, true);
@@ -1047,8 +1046,8 @@ impl Machine {
     /// Mirror a TLB insert in `task`'s shadow of TLB level `i`.
     #[inline]
     fn place_tlb(&mut self, i: usize, task: TaskId, key: u64) {
-        if let Some(a) = self.attribution.as_mut().filter(|a| a.covers_tlb(i)) {
-            a.note(Note::PlaceTlb { i: i as u8, task, key });
+        if self.notebook.covers_tlb(i) {
+            self.notebook.note(Note::PlaceTlb { i: i as u8, task, key });
         }
     }
 
@@ -1056,8 +1055,8 @@ impl Machine {
     #[inline]
     fn place(&mut self, c: usize, req: &Req, line: LineAddr) {
         let level = self.cache_level[c];
-        if let Some(a) = self.attribution.as_mut().filter(|a| a.covers(level)) {
-            a.note(Note::Place { level, req: *req, line });
+        if self.notebook.covers(level) {
+            self.notebook.note(Note::Place { level, req: *req, line });
         }
         if let Some(atd) = &mut self.atd {
             atd.fill(c, self.caches[c].last_slot());
@@ -1134,8 +1133,8 @@ impl Machine {
         }
         let leaves = i > 0 && self.caches[c].inclusion == Inclusion::Exclusive;
         let level = self.cache_level[c];
-        if let Some(a) = self.attribution.as_mut().filter(|a| a.covers(level)) {
-            a.note(Note::Hit { level, req: *req, line, stays: !leaves });
+        if self.notebook.covers(level) {
+            self.notebook.note(Note::Hit { level, req: *req, line, stays: !leaves });
         }
         if leaves {
             return (i, self.caches[c].take(slot).dirty);
@@ -1162,16 +1161,9 @@ impl Machine {
             }
         }
         self.caches[c].count_miss(line, req);
-        if i == 0 {
-            self.caches[c].prefetch_first_touch(line);
-        }
         let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
         let level = self.cache_level[c];
-        let noted = self
-            .attribution
-            .as_mut()
-            .filter(|a| a.covers(level))
-            .map(|a| a.note(Note::Miss { level, req: *req, line, stays, compulsory: false }));
+        self.notebook.note(Note::Miss { cache: c as u32, level, req: *req, line, stays });
         let allocates = !(i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate);
         let (served, carried) = if !allocates {
             (0, false)
@@ -1181,20 +1173,8 @@ impl Machine {
             self.memory_read(line, req, node);
             (path.len as usize, false)
         };
-        // Whether this level had seen the line, asked only now: the host
-        // cache miss on the first-touch table overlaps the levels below,
-        // which never read this level's table.
-        let compulsory = self.caches[c].first_touch(line, req);
         if req.kind.is_demand() {
-            let counters = &mut self.tasks[req.task.0 as usize].levels[level as usize];
-            counters.misses[req.kind as usize] += 1;
-            // An attributed level's misses are classified from the note.
-            if noted.is_none() {
-                counters.compulsory[req.kind as usize] += compulsory as u64;
-            }
-        }
-        if let (Some(a), Some(at)) = (self.attribution.as_mut(), noted) {
-            a.set_compulsory(at, compulsory);
+            self.tasks[req.task.0 as usize].levels[level as usize].misses[req.kind as usize] += 1;
         }
         if !allocates {
             return (0, false);
@@ -1278,8 +1258,8 @@ impl Machine {
             if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
                 victim.dirty |= copy.dirty;
                 let level = self.cache_level[upper];
-                if let (Some(a), true) = (self.attribution.as_mut().filter(|a| a.covers(level)), copy.owner == by) {
-                    a.note(Note::Invalidate { level, task: by, line: victim.line });
+                if self.notebook.covers(level) && copy.owner == by {
+                    self.notebook.note(Note::Invalidate { level, task: by, line: victim.line });
                 }
             }
         }
@@ -1295,7 +1275,7 @@ impl Machine {
             }
             return;
         }
-        self.caches[c].mark_seen(victim.line);
+        self.notebook.note(Note::Seen { cache: c as u32, line: victim.line });
         let filled = self.caches[c].fill(victim.line, victim.dirty, &req);
         if let Filled::Placed(_) = filled {
             self.place(c, &req, victim.line);
@@ -1329,7 +1309,8 @@ impl Machine {
             }
             return;
         }
-        self.caches[c].miss(line, &req);
+        self.caches[c].count_miss(line, &req);
+        self.notebook.note(Note::Seen { cache: c as u32, line });
         let exclusive = self.caches[c].inclusion == Inclusion::Exclusive;
         if !self.caches[c].write_back || (through && exclusive) {
             return self.write_down(path, i + 1, line, owner, through, by);
@@ -1421,7 +1402,7 @@ impl Machine {
             return false;
         }
         let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task };
-        self.caches[c].mark_seen(line);
+        self.notebook.note(Note::Seen { cache: c as u32, line });
         let filled = self.caches[c].fill(line, false, &req);
         if let Filled::Placed(Some(victim)) = filled {
             self.evicted(&path, i, victim, task);

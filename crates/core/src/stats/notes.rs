@@ -1,15 +1,17 @@
-//! Attribution off the simulation's path.
+//! Miss classification off the simulation's path.
 //!
-//! The shadows of [`Attribution`] only classify misses: what they answer
-//! goes into counters, never back into the caches, the timing or the
-//! schedule. So the machine does not ask them; it writes down what they
-//! must see, in order ([`Note`]), and the notes are applied in batches,
-//! on a worker thread when the host has a CPU to spare. Applied in the same
-//! order, they give the same counts wherever they run.
+//! Whether a miss was compulsory (the first reference to the line by that
+//! cache) and, on the attributed levels, what caused it (see
+//! [`Attribution`]) only goes into counters: never back into the caches,
+//! the timing or the schedule. So the machine does not work it out as it
+//! goes; it writes down what the first-touch sets and the shadows must see,
+//! in order ([`Note`]), and the notes are applied in batches, on a worker
+//! thread when the host has a CPU to spare. Applied in the same order, they
+//! give the same counts wherever they run.
 //!
-//! A batch of notes also lets the shadows' host cache misses overlap: the
-//! block of the note a few places ahead is prefetched while one is applied,
-//! where the machine, asking at each miss, waited for each in turn.
+//! A batch of notes also lets the host cache misses of those tables
+//! overlap: the first-touch group (and shadow block) of the note a few
+//! places ahead is prefetched while one is applied.
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -20,46 +22,54 @@ use crate::mem::replacement::ReqKind;
 use crate::stats::attribution::{Attribution, Induced};
 use crate::stats::Level;
 use crate::types::{LineAddr, TaskId};
+use crate::util::hash::SeenSet;
 
 /// Notes gathered before a batch is handed over: large enough that the
 /// hand-over is rare, small enough to stay in the host's caches.
 const BATCH: usize = 8192;
 
-/// How far ahead of the note being applied its shadow block is prefetched.
+/// How far ahead of the note being applied its tables are prefetched.
 const AHEAD: usize = 8;
 
-/// Something the shadows must see, in the order the machine saw it.
+/// Something the first-touch sets or the shadows must see, in the order
+/// the machine saw it.
 #[derive(Debug, Clone, Copy)]
 pub enum Note {
-    /// A real hit at a cache level (the shadow learns the use).
+    /// A miss in cache `cache` (of level `level`), to be classified;
+    /// `stays` as in [`Attribution::observe`].
+    Miss { cache: u32, level: Level, req: Req, line: LineAddr, stays: bool },
+    /// Cache `cache` got `line` without a miss (a write-back, a victim
+    /// moving into an exclusive level, an installed line): a later miss on
+    /// it is not compulsory.
+    Seen { cache: u32, line: LineAddr },
+    /// A hit at an attributed level (the shadow learns the use).
     Hit { level: Level, req: Req, line: LineAddr, stays: bool },
-    /// A real miss at a cache level, to be classified; `compulsory` says
-    /// whether the cache had never seen the line.
-    Miss { level: Level, req: Req, line: LineAddr, stays: bool, compulsory: bool },
-    /// A line placed at a cache level.
+    /// A line placed at an attributed level.
     Place { level: Level, req: Req, line: LineAddr },
-    /// A task's own request evicted a line from an inclusive level above.
+    /// A task's own request evicted a line from an inclusive attributed level above.
     Invalidate { level: Level, task: TaskId, line: LineAddr },
-    /// A lookup in TLB level `i`, which hit or not.
+    /// A lookup in attributed TLB level `i`, which hit or not.
     Tlb { i: u8, task: TaskId, kind: ReqKind, key: u64, hit: bool, stays: bool },
-    /// A translation placed in TLB level `i`.
+    /// A translation placed in attributed TLB level `i`.
     PlaceTlb { i: u8, task: TaskId, key: u64 },
     /// A task was switched out.
     SwitchedOut(TaskId),
     /// A task moved to another core.
     Moved(TaskId),
-    /// The counts start again (the end of the warm-up).
+    /// The counts start again (the end of the warm-up); what the caches
+    /// have seen stays.
     Reset,
     /// Take down `task`'s switch-induced misses at `level` so far (the
     /// engine's `slices` rows subtract two of these).
     Mark { task: TaskId, level: Level },
 }
 
-/// One task's misses as attribution classified them, at the levels it
-/// covers (the others' stay at zero).
+/// One task's misses as classified: compulsory at every level; induced at
+/// the attributed ones (the others' stay at zero).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Classified {
-    /// Compulsory misses per cache level, by access kind.
+    /// Compulsory misses per cache level, by access kind. At an attributed
+    /// level, only those the shadow missed too.
     pub compulsory: [[u64; 3]; Level::COUNT],
     /// Induced misses per cache level.
     pub induced: [Induced; Level::COUNT],
@@ -67,44 +77,64 @@ pub struct Classified {
     pub tlb_induced: [Induced; 2],
 }
 
-/// The shadows with the counts they produced.
-struct Classifier {
-    shadows: Box<Attribution>,
-    counts: Vec<Classified>,
+/// The counts as of a [`Notebook::settle`].
+#[derive(Debug, Clone, Default)]
+pub struct Settled {
+    /// Per task, indexed by task id.
+    pub tasks: Vec<Classified>,
+    /// Per cache: compulsory misses by [`ReqKind`].
+    pub caches: Vec<[u64; ReqKind::COUNT]>,
     /// The counts taken down by [`Note::Mark`], in order.
-    marks: Vec<u64>,
+    pub marks: Vec<u64>,
+}
+
+/// The first-touch sets and the shadows, with the counts they produced.
+struct Classifier {
+    /// Per cache, the lines it has seen.
+    seen: Vec<SeenSet>,
+    shadows: Option<Box<Attribution>>,
+    counts: Settled,
 }
 
 impl Classifier {
-    fn counts_of(&mut self, task: TaskId) -> &mut Classified {
+    fn task(&mut self, task: TaskId) -> &mut Classified {
         let t = task.0 as usize;
-        if self.counts.len() <= t {
-            self.counts.resize(t + 1, Classified::default());
+        if self.counts.tasks.len() <= t {
+            self.counts.tasks.resize(t + 1, Classified::default());
         }
-        &mut self.counts[t]
+        &mut self.counts.tasks[t]
     }
 
     fn apply_all(&mut self, notes: &[Note]) {
         for (i, note) in notes.iter().enumerate() {
-            if let Some(Note::Hit { level, req, line, .. } | Note::Miss { level, req, line, .. }) = notes.get(i + AHEAD)
-            {
-                self.shadows.prefetch(*level, req.task, *line);
+            match notes.get(i + AHEAD) {
+                Some(&Note::Miss { cache, level, req, line, .. }) => {
+                    self.seen[cache as usize].prefetch(line.0);
+                    if let Some(s) = &self.shadows {
+                        s.prefetch(level, req.task, line);
+                    }
+                }
+                Some(&Note::Seen { cache, line }) => self.seen[cache as usize].prefetch(line.0),
+                Some(&Note::Hit { level, req, line, .. }) => {
+                    if let Some(s) = &self.shadows {
+                        s.prefetch(level, req.task, line);
+                    }
+                }
+                _ => {}
             }
             self.apply(note);
         }
     }
 
     fn apply(&mut self, note: &Note) {
-        let s = &mut self.shadows;
         match *note {
-            Note::Hit { level, req, line, stays } => {
-                s.observe(level, &req, line, true, stays);
-            }
-            Note::Miss { level, req, line, stays, compulsory } => {
-                let cause = s.observe(level, &req, line, false, stays);
+            Note::Miss { cache, level, req, line, stays } => {
+                let compulsory = self.seen[cache as usize].insert(line.0) && req.kind != ReqKind::Writeback;
+                self.counts.caches[cache as usize][req.kind as usize] += compulsory as u64;
+                let cause = self.shadows.as_mut().and_then(|s| s.observe(level, &req, line, false, stays));
                 if req.kind.is_demand() {
                     let k = req.kind as usize;
-                    let counts = self.counts_of(req.task);
+                    let counts = self.task(req.task);
                     // Causes are disjoint: a miss the shadow would have hit is
                     // induced even where this cache never held the line (a
                     // task that moved).
@@ -114,21 +144,40 @@ impl Classifier {
                     }
                 }
             }
+            Note::Seen { cache, line } => {
+                self.seen[cache as usize].insert(line.0);
+            }
+            Note::Reset => {
+                let caches = self.counts.caches.len();
+                self.counts = Settled { caches: vec![[0; ReqKind::COUNT]; caches], ..Settled::default() };
+            }
+            Note::Mark { task, level } => {
+                let switch = self.task(task).induced[level as usize].switch.iter().sum();
+                self.counts.marks.push(switch);
+            }
+            _ => self.apply_to_shadows(note),
+        }
+    }
+
+    /// The notes only the shadows see (the machine writes them only when
+    /// their level is attributed).
+    fn apply_to_shadows(&mut self, note: &Note) {
+        let Some(s) = self.shadows.as_mut() else { return };
+        match *note {
+            Note::Hit { level, req, line, stays } => {
+                s.observe(level, &req, line, true, stays);
+            }
             Note::Place { level, req, line } => s.place(level, &req, line),
             Note::Invalidate { level, task, line } => s.invalidate(level, task, line),
             Note::Tlb { i, task, kind, key, hit, stays } => {
                 if let Some(cause) = s.observe_tlb(i as usize, task, key, hit, stays) {
-                    self.counts_of(task).tlb_induced[i as usize].add(cause, kind as usize);
+                    self.task(task).tlb_induced[i as usize].add(cause, kind as usize);
                 }
             }
             Note::PlaceTlb { i, task, key } => s.place_tlb(i as usize, task, key),
             Note::SwitchedOut(task) => s.switched_out(task),
             Note::Moved(task) => s.moved(task),
-            Note::Reset => self.counts.iter_mut().for_each(|c| *c = Classified::default()),
-            Note::Mark { task, level } => {
-                let switch = self.counts_of(task).induced[level as usize].switch.iter().sum();
-                self.marks.push(switch);
-            }
+            Note::Miss { .. } | Note::Seen { .. } | Note::Reset | Note::Mark { .. } => {}
         }
     }
 }
@@ -143,7 +192,7 @@ enum Job {
 enum Answer {
     /// A batch applied: its buffer, emptied, to fill again.
     Applied(Vec<Note>),
-    Report(Vec<Classified>, Vec<u64>),
+    Report(Settled),
 }
 
 /// The worker thread and its two channels.
@@ -162,7 +211,7 @@ impl Worker {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let (reply, answers) = mpsc::channel();
         let handle = std::thread::Builder::new()
-            .name("cachesched-attr".into())
+            .name("cachesched-class".into())
             .spawn(move || {
                 for job in inbox {
                     let answer = match job {
@@ -171,32 +220,32 @@ impl Worker {
                             notes.clear();
                             Answer::Applied(notes)
                         }
-                        Job::Report => Answer::Report(classifier.counts.clone(), classifier.marks.clone()),
+                        Job::Report => Answer::Report(classifier.counts.clone()),
                     };
                     if reply.send(answer).is_err() {
                         return;
                     }
                 }
             })
-            .map_err(|e| Error::Simulation(format!("cannot start the attribution thread: {e}")))?;
+            .map_err(|e| Error::Simulation(format!("cannot start the classifying thread: {e}")))?;
         // Two more buffers: one being applied while another fills.
         let spare = vec![Vec::with_capacity(BATCH), Vec::with_capacity(BATCH)];
         Ok(Worker { jobs: Some(jobs), answers, handle: Some(handle), spare, out: 0 })
     }
 
     fn lost() -> Error {
-        Error::Simulation("the attribution thread stopped".into())
+        Error::Simulation("the classifying thread stopped".into())
     }
 
     /// The next answer, keeping returned buffers.
-    fn receive(&mut self) -> Result<Option<(Vec<Classified>, Vec<u64>)>> {
+    fn receive(&mut self) -> Result<Option<Settled>> {
         match self.answers.recv().map_err(|_| Self::lost())? {
             Answer::Applied(buffer) => {
                 self.out -= 1;
                 self.spare.push(buffer);
                 Ok(None)
             }
-            Answer::Report(counts, marks) => Ok(Some((counts, marks))),
+            Answer::Report(counts) => Ok(Some(counts)),
         }
     }
 
@@ -215,8 +264,8 @@ impl Worker {
         self.send(Job::Apply(full))
     }
 
-    /// The counts and marks once every note handed over is applied.
-    fn report(&mut self) -> Result<(Vec<Classified>, Vec<u64>)> {
+    /// The counts once every note handed over is applied.
+    fn report(&mut self) -> Result<Settled> {
         self.send(Job::Report)?;
         loop {
             if let Some(counts) = self.receive()? {
@@ -243,44 +292,48 @@ enum Mode {
     Thread(Worker),
 }
 
-/// The machine's side of attribution: which levels are covered, the notes
-/// not yet handed over, and where they are applied.
-pub struct Attributor {
+/// The machine's side: which levels are attributed, the notes not yet
+/// handed over, and where they are applied.
+pub struct Notebook {
     cache_on: [bool; Level::COUNT],
     tlb_on: [bool; 2],
     notes: Vec<Note>,
     mode: Mode,
     /// Marks noted so far.
     marks: usize,
-    /// Counts and marks as of the last [`Attributor::settle`].
-    settled: (Vec<Classified>, Vec<u64>),
+    /// The counts as of the last [`Notebook::settle`].
+    settled: Settled,
     /// Why the worker could not take a batch, reported at the next settle.
     failed: Option<Error>,
 }
 
-impl std::fmt::Debug for Attributor {
+impl std::fmt::Debug for Notebook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let threaded = matches!(self.mode, Mode::Thread(_));
-        f.debug_struct("Attributor").field("pending", &self.notes.len()).field("threaded", &threaded).finish()
+        f.debug_struct("Notebook").field("pending", &self.notes.len()).field("threaded", &threaded).finish()
     }
 }
 
-impl Attributor {
-    /// Notes for `shadows`, applied on this thread.
-    pub fn new(shadows: Attribution) -> Attributor {
-        Attributor {
-            cache_on: shadows.cache_on,
-            tlb_on: shadows.tlb_on,
+impl Notebook {
+    /// Notes for `caches` first-touch sets and the `shadows` of the
+    /// attributed levels, if any, applied on this thread.
+    pub fn new(caches: usize, shadows: Option<Attribution>) -> Notebook {
+        let (cache_on, tlb_on) = shadows.as_ref().map_or(Default::default(), |s| (s.cache_on, s.tlb_on));
+        let counts = Settled { caches: vec![[0; ReqKind::COUNT]; caches], ..Settled::default() };
+        let classifier = Classifier { seen: vec![SeenSet::default(); caches], shadows: shadows.map(Box::new), counts };
+        Notebook {
+            cache_on,
+            tlb_on,
             notes: Vec::with_capacity(BATCH),
-            mode: Mode::Here(Classifier { shadows: Box::new(shadows), counts: Vec::new(), marks: Vec::new() }),
+            mode: Mode::Here(classifier),
             marks: 0,
-            settled: Default::default(),
+            settled: Settled::default(),
             failed: None,
         }
     }
 
     /// The same notes applied on a worker thread from now on.
-    pub fn threaded(mut self) -> Result<Attributor> {
+    pub fn threaded(mut self) -> Result<Notebook> {
         if let Mode::Here(mut classifier) = self.mode {
             classifier.apply_all(&self.notes);
             self.notes.clear();
@@ -289,44 +342,33 @@ impl Attributor {
         Ok(self)
     }
 
-    /// Whether cache `level` has shadows.
+    /// Whether cache `level` is attributed.
     #[inline(always)]
     pub fn covers(&self, level: Level) -> bool {
         self.cache_on[level as usize]
     }
 
-    /// Which cache levels and TLB levels have shadows.
-    pub fn coverage(&self) -> ([bool; Level::COUNT], [bool; 2]) {
-        (self.cache_on, self.tlb_on)
-    }
-
-    /// Whether TLB level `i` has shadows.
+    /// Whether TLB level `i` is attributed.
     #[inline(always)]
     pub fn covers_tlb(&self, i: usize) -> bool {
         self.tlb_on[i]
     }
 
-    /// Write `note` down; returns where, for [`Attributor::set_compulsory`].
-    #[inline(always)]
-    pub fn note(&mut self, note: Note) -> usize {
-        self.notes.push(note);
-        self.notes.len() - 1
+    /// Which cache levels and TLB levels are attributed.
+    pub fn coverage(&self) -> ([bool; Level::COUNT], [bool; 2]) {
+        (self.cache_on, self.tlb_on)
     }
 
-    /// Complete the miss noted at `at` with whether it was compulsory,
-    /// known only after the levels below answered. Notes stay where they
-    /// are until [`Attributor::pass`], which the machine calls between
-    /// accesses.
+    /// Write `note` down. Notes stay here until [`Notebook::pass`], which
+    /// the machine calls between batches of accesses.
     #[inline(always)]
-    pub fn set_compulsory(&mut self, at: usize, compulsory: bool) {
-        if let Some(Note::Miss { compulsory: c, .. }) = self.notes.get_mut(at) {
-            *c = compulsory;
-        }
+    pub fn note(&mut self, note: Note) {
+        self.notes.push(note);
     }
 
     /// Note a [`Note::Mark`] of `task`'s switch-induced misses at `level`,
-    /// if `level` has shadows; returns its number, an index into the marks
-    /// of [`Attributor::settle`].
+    /// if `level` is attributed; returns its number, an index into the
+    /// marks of [`Notebook::settle`].
     pub fn mark(&mut self, task: TaskId, level: Level) -> Option<usize> {
         self.covers(level).then(|| {
             self.note(Note::Mark { task, level });
@@ -335,8 +377,8 @@ impl Attributor {
         })
     }
 
-    /// Between accesses: hand a full batch over (or apply it here). A
-    /// failure is kept for [`Attributor::settle`] to report.
+    /// Between batches: hand a full batch over (or apply it here). A
+    /// failure is kept for [`Notebook::settle`] to report.
     #[inline]
     pub fn pass(&mut self) {
         if self.notes.len() >= BATCH {
@@ -358,15 +400,14 @@ impl Attributor {
         }
     }
 
-    /// Every note applied: the counts per task, indexed by task id, and
-    /// the marks.
-    pub fn settle(&mut self) -> Result<&(Vec<Classified>, Vec<u64>)> {
+    /// Every note applied: the counts.
+    pub fn settle(&mut self) -> Result<&Settled> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.hand_over()?;
         self.settled = match &mut self.mode {
-            Mode::Here(classifier) => (classifier.counts.clone(), classifier.marks.clone()),
+            Mode::Here(classifier) => classifier.counts.clone(),
             Mode::Thread(worker) => worker.report()?,
         };
         Ok(&self.settled)

@@ -10,7 +10,9 @@
 pub const EMPTY: u64 = u64::MAX;
 
 /// A map from `u64` keys (anything but [`EMPTY`]) to `u64` values, with
-/// linear probing, kept at most half full.
+/// linear probing, kept at most three quarters full: probes stay short
+/// (four entries share a host cache line), and a smaller table keeps more
+/// of itself in the host's caches, which pays more than the extra probes.
 ///
 /// A key and its value share one 16-byte entry: the tables outgrow the host
 /// caches (a scheduling run's first-touch sets hold millions of pages), and a
@@ -100,7 +102,7 @@ impl U64Map {
         debug_assert!(key != EMPTY);
         let mut i = self.slot(key);
         if self.entries[i].key == EMPTY {
-            if (self.len + 1) * 2 > self.entries.len() {
+            if (self.len + 1) * 4 > self.entries.len() * 3 {
                 self.grow();
                 i = self.slot(key);
             }

@@ -371,8 +371,6 @@ pub struct Machine {
     /// What the first-touch sets and the attributed levels' shadows must
     /// see, classified off the simulation's path.
     notebook: Notebook,
-    /// See [`Machine::marks`].
-    marks: Vec<u64>,
     /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
     /// the L1 TLB is attributed, nor when an L1 has a prefetcher, since
     /// they bypass the shadows and the prefetchers.
@@ -511,7 +509,6 @@ impl Machine {
             prefetchers,
             migration_queues,
             notebook,
-            marks: Vec::new(),
             atd: None,
         })
     }
@@ -597,7 +594,6 @@ impl Machine {
     pub fn settle_counts(&mut self) -> Result<()> {
         let (cache_on, tlb_on) = self.notebook.coverage();
         let settled = self.notebook.settle()?;
-        self.marks.clone_from(&settled.marks);
         for (cache, compulsory) in self.caches.iter_mut().zip(&settled.caches) {
             cache.stats.compulsory = *compulsory;
         }
@@ -631,7 +627,7 @@ impl Machine {
 
     /// The counts of [`Machine::mark_switch_misses`], as of the last settle.
     pub fn marks(&self) -> &[u64] {
-        &self.marks
+        &self.notebook.settled().marks
     }
 
     /// Bits of the largest physical line number: frames come from the

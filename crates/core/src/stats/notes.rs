@@ -400,6 +400,11 @@ impl Notebook {
         }
     }
 
+    /// The counts as of the last [`Notebook::settle`].
+    pub fn settled(&self) -> &Settled {
+        &self.settled
+    }
+
     /// Every note applied: the counts.
     pub fn settle(&mut self) -> Result<&Settled> {
         if let Some(e) = self.failed.take() {

@@ -521,20 +521,18 @@ impl Cache {
         self.policy.prefetch(set);
     }
 
-    /// The dirty line a fill of `line` would write back, and its owner,
-    /// where that is known without changing anything: a full cache under
-    /// LRU, nothing locked or partitioned. Lets the machine prefetch where the
-    /// write-back will go.
+    /// The dirty line a fill of `line` would write back, where that is known
+    /// without changing anything: a full cache under LRU, nothing locked or
+    /// partitioned. Lets the machine prefetch where the write-back will go.
     #[inline]
-    pub fn dirty_victim(&self, line: LineAddr) -> Option<(LineAddr, TaskId)> {
+    pub fn dirty_victim(&self, line: LineAddr) -> Option<LineAddr> {
         if !self.tags.is_full() || self.locked_count > 0 || self.partition.is_some() {
             return None;
         }
         let set = self.set_of(line);
         let slot = Slot { set, way: self.policy.peek_victim(set)? };
         let i = self.at(slot);
-        let meta = self.meta[i];
-        meta.dirty().then(|| (LineAddr(self.tags.get(slot)), meta.owner()))
+        self.meta[i].dirty().then(|| LineAddr(self.tags.get(slot)))
     }
 
     #[inline(always)]
@@ -961,7 +959,7 @@ mod tests {
             }
             let hint = c.dirty_victim(line);
             let Filled::Placed(victim) = c.fill(line, kind == ReqKind::Store, &req(kind)) else { unreachable!() };
-            let written_back = victim.filter(|v| v.dirty).map(|v| (v.line, v.owner));
+            let written_back = victim.filter(|v| v.dirty).map(|v| v.line);
             // Once the cache is full, the hint is exactly the write-back.
             if c.tags.is_full() && victim.is_some() {
                 assert_eq!(hint, written_back);

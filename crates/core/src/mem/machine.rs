@@ -1152,7 +1152,7 @@ impl Machine {
         }
         // And the set that this level's dirty victim will be written back to.
         if i + 1 < path.len as usize {
-            if let Some((victim, _)) = self.caches[c].dirty_victim(line) {
+            if let Some(victim) = self.caches[c].dirty_victim(line) {
                 self.caches[path.at(i + 1)].prefetch(victim);
             }
         }

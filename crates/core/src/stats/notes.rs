@@ -202,8 +202,6 @@ struct Worker {
     handle: Option<JoinHandle<()>>,
     /// Emptied buffers back from the worker.
     spare: Vec<Vec<Note>>,
-    /// Buffers handed over and not yet back.
-    out: usize,
 }
 
 impl Worker {
@@ -230,7 +228,7 @@ impl Worker {
             .map_err(|e| Error::Simulation(format!("cannot start the classifying thread: {e}")))?;
         // Two more buffers: one being applied while another fills.
         let spare = vec![Vec::with_capacity(BATCH), Vec::with_capacity(BATCH)];
-        Ok(Worker { jobs: Some(jobs), answers, handle: Some(handle), spare, out: 0 })
+        Ok(Worker { jobs: Some(jobs), answers, handle: Some(handle), spare })
     }
 
     fn lost() -> Error {
@@ -241,7 +239,6 @@ impl Worker {
     fn receive(&mut self) -> Result<Option<Settled>> {
         match self.answers.recv().map_err(|_| Self::lost())? {
             Answer::Applied(buffer) => {
-                self.out -= 1;
                 self.spare.push(buffer);
                 Ok(None)
             }
@@ -260,7 +257,6 @@ impl Worker {
             self.receive()?;
         }
         let full = std::mem::replace(notes, self.spare.pop().unwrap_or_default());
-        self.out += 1;
         self.send(Job::Apply(full))
     }
 

@@ -61,6 +61,8 @@ struct TaskRun {
     buf: Vec<Access>,
     pos: usize,
     len: usize,
+    /// At least the `instrs` of every access in `buf`, if the workload knows.
+    most_instrs: Option<u32>,
     /// References run, warm-up included (for `max_accesses`).
     accesses: u64,
     /// Its workload ended or it reached its limit; the core will retire it.
@@ -213,6 +215,7 @@ impl Engine {
                 workload,
                 buf: vec![Access::default(); run.batch as usize],
                 pos: 0,
+                most_instrs: None,
                 len: 0,
                 accesses: 0,
                 ended: false,
@@ -716,7 +719,7 @@ impl Engine {
         let cycle_deadlines = [core.until_cycles, self.next_tick, core.mark.map(|m| m.0)];
         let cycle_room = cycle_deadlines.into_iter().flatten().min().map(|m| m - core.clock);
         let chunk = &run.buf[run.pos..run.pos + most as usize];
-        let (n, instructions) = cut(chunk, instr_room, cycle_room, self.base_cpi, self.max_stall);
+        let n = cut(chunk, run.most_instrs, instr_room, cycle_room, self.base_cpi, self.max_stall);
         let chunk = &chunk[..n];
         let (id, asid) = (CoreId(c as u32), spec.asid);
         let (stall, extra) = if self.per_access {
@@ -734,6 +737,8 @@ impl Engine {
         } else {
             (self.machine.access_batch(id, task, asid, chunk), 0)
         };
+        // Read after the machine: the accesses are in the host's caches now.
+        let instructions: u64 = chunk.iter().map(|a| a.instrs as u64).sum();
         run.pos += n;
         run.accesses += n as u64;
         self.done += n as u64;
@@ -776,6 +781,7 @@ impl Engine {
         let limited = self.views[ti].spec.max_accesses.is_some_and(|m| run.accesses >= m);
         if !limited && run.pos == run.len {
             run.len = run.workload.fill_vec(&mut run.buf)?;
+            run.most_instrs = run.workload.most_instrs();
             run.pos = 0;
         }
         if limited || run.len == 0 {
@@ -960,30 +966,36 @@ impl Engine {
     }
 }
 
-/// How many of `accesses` (a prefix) to run, and their instructions: stop
-/// after the access that brings the instructions to `instr_room`, and, for a
-/// deadline `cycle_room` cycles away, after the first access at which the
-/// deadline *might* be reached, bounding each access's cost by its
-/// instructions at `base_cpi` plus `max_stall` (plus one cycle of rounding).
-/// So a chunk never runs past a deadline by more than its last access, and
-/// near a cycle deadline chunks shrink to one access.
+/// How many of `accesses` (a prefix) to run: stop after the access that
+/// brings the instructions to `instr_room`, and, for a deadline `cycle_room`
+/// cycles away, after the first access at which the deadline *might* be
+/// reached, bounding each access's cost by its instructions at `base_cpi`
+/// plus `max_stall` (plus one cycle of rounding). So a chunk never runs past
+/// a deadline by more than its last access, and near a cycle deadline
+/// chunks shrink to one access. `most_instrs`, if known, is at least every
+/// access's instructions.
 fn cut(
     accesses: &[Access],
+    most_instrs: Option<u32>,
     instr_room: Option<u64>,
     cycle_room: Option<u64>,
     base_cpi: f64,
     max_stall: u64,
-) -> (usize, u64) {
-    // Most chunks are far from every deadline: then the whole chunk's totals,
-    // taken at once, say so, without the walk, whose chain of float
+) -> usize {
+    // Most chunks are far from every deadline: then a bound of the whole
+    // chunk's totals says so, without the walk, whose chain of float
     // additions is a few cycles per access. The margin covers the rounding
     // by which that chain's sum may differ from this product (relatively at
     // most one part in 10^12 for a chunk of a few thousand accesses), and
     // both bounds only grow along the chunk: the walk would cut nowhere.
-    let total: u64 = accesses.iter().map(|a| a.instrs as u64).sum();
-    let end = 1.0 + total as f64 * base_cpi + (accesses.len() as u64 * max_stall) as f64;
+    // With `most_instrs` the bound needs no read of the accesses, which a
+    // producer thread wrote and the host may have to fetch from afar: the
+    // machine's reads of them are the first.
+    let n = accesses.len() as u64;
+    let total = most_instrs.map_or_else(|| accesses.iter().map(|a| a.instrs as u64).sum(), |m| m as u64 * n);
+    let end = 1.0 + total as f64 * base_cpi + (n * max_stall) as f64;
     if instr_room.is_none_or(|r| total < r) && cycle_room.is_none_or(|r| end * (1.0 + 1e-9) + 1.0 < r as f64) {
-        return (accesses.len(), total);
+        return accesses.len();
     }
     cut_by_walking(accesses, instr_room, cycle_room, base_cpi, max_stall)
 }
@@ -995,17 +1007,17 @@ fn cut_by_walking(
     cycle_room: Option<u64>,
     base_cpi: f64,
     max_stall: u64,
-) -> (usize, u64) {
+) -> usize {
     let mut instructions = 0u64;
     let mut bound = 1.0;
     for (i, a) in accesses.iter().enumerate() {
         instructions += a.instrs as u64;
         bound += a.instrs as f64 * base_cpi + max_stall as f64;
         if instr_room.is_some_and(|r| instructions >= r) || cycle_room.is_some_and(|r| bound >= r as f64) {
-            return (i + 1, instructions);
+            return i + 1;
         }
     }
-    (accesses.len(), instructions)
+    accesses.len()
 }
 
 /// Parse, build and run a configuration given as JSON text, without progress.
@@ -1029,16 +1041,19 @@ mod tests {
             let cpi = [1.0, 0.5, 0.3, 1.7][rng.below(4) as usize];
             let stall = rng.below(400);
             // Deadlines around where the chunk ends: both sides of the shortcut.
-            let (total, _) = cut_by_walking(&accesses, None, None, cpi, stall);
+            let total = accesses.len() as u64;
             let instrs: u64 = accesses.iter().map(|a| a.instrs as u64).sum();
-            let end = 1 + (instrs as f64 * cpi) as u64 + total as u64 * stall;
+            let end = 1 + (instrs as f64 * cpi) as u64 + total * stall;
             let (dx, dy) = (rng.below(2 * stall + 8), rng.below(2 * stall + 8));
             let instr_room = rng.chance(0.5).then(|| (instrs + dx).saturating_sub(stall + 4).max(1));
             let cycle_room = rng.chance(0.7).then(|| (end + dy).saturating_sub(stall + 4).max(1));
+            // No bound, the tightest, or a loose one: the same cut.
+            let most = accesses.iter().map(|a| a.instrs).max().unwrap_or(0);
+            let bound = [None, Some(most), Some(most + rng.below(4) as u32)][rng.below(3) as usize];
             assert_eq!(
-                cut(&accesses, instr_room, cycle_room, cpi, stall),
+                cut(&accesses, bound, instr_room, cycle_room, cpi, stall),
                 cut_by_walking(&accesses, instr_room, cycle_room, cpi, stall),
-                "{instr_room:?} {cycle_room:?} cpi {cpi} stall {stall}"
+                "{bound:?} {instr_room:?} {cycle_room:?} cpi {cpi} stall {stall}"
             );
         }
     }

@@ -43,6 +43,14 @@ pub trait Workload: Send {
     fn len_hint(&self) -> Option<u64> {
         None
     }
+
+    /// At least the `instrs` of every access the last fill returned, if
+    /// known without reading them (a producer on another thread measured
+    /// it): the engine then need not read a chunk's accesses before the
+    /// machine does to see that it ends far from every deadline.
+    fn most_instrs(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// What a workload needs to know about where it is built.

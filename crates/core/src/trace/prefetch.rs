@@ -30,6 +30,8 @@ pub struct Prefetched {
     full: Batches,
     empty: SyncSender<Vec<Access>>,
     current: Vec<Access>,
+    /// The most instructions of any access in `current`.
+    most: u32,
     pos: usize,
     done: bool,
     len_hint: Option<u64>,
@@ -46,7 +48,7 @@ enum Producer {
 /// The producing side of one workload: fills the empty buffers it is given.
 struct Source {
     inner: Box<dyn Workload>,
-    full: SyncSender<Result<Vec<Access>>>,
+    full: SyncSender<Result<(Vec<Access>, u32)>>,
     empty: Receiver<Vec<Access>>,
     batch: usize,
 }
@@ -79,11 +81,12 @@ impl Source {
         let message = match self.inner.fill(&mut buf) {
             Ok(n) => {
                 buf.truncate(n);
-                Ok(buf)
+                let most = buf.iter().map(|a| a.instrs).max().unwrap_or(0);
+                Ok((buf, most))
             }
             Err(e) => Err(e),
         };
-        let last = !matches!(&message, Ok(b) if !b.is_empty());
+        let last = !matches!(&message, Ok((b, _)) if !b.is_empty());
         // Never blocks: of the buffers in circulation the consumer holds
         // one and this thread one, so the channel has room for the rest.
         if self.full.send(message).is_err() || last {
@@ -93,15 +96,16 @@ impl Source {
     }
 }
 
-/// Full batches (or the error that ended the stream), producer to consumer.
-type Batches = Receiver<Result<Vec<Access>>>;
+/// Full batches with the most instructions of any of their accesses (or
+/// the error that ended the stream), producer to consumer.
+type Batches = Receiver<Result<(Vec<Access>, u32)>>;
 
 /// The two ends of a new workload's channels, with `buffers` empty buffers
 /// of `batch` accesses in circulation: the producer's, and the consumer's
 /// batches and buffer return.
 fn channels(inner: Box<dyn Workload>, batch: usize, buffers: usize) -> (Source, Batches, SyncSender<Vec<Access>>) {
     let batch = batch.max(1);
-    let (full_tx, full) = sync_channel::<Result<Vec<Access>>>(buffers);
+    let (full_tx, full) = sync_channel::<Result<(Vec<Access>, u32)>>(buffers);
     let (empty, empty_rx) = sync_channel::<Vec<Access>>(buffers + 1);
     for _ in 0..buffers {
         empty.send(vec![Access::default(); batch]).expect("the receiver is alive");
@@ -127,7 +131,7 @@ impl Prefetched {
         len_hint: Option<u64>,
         producer: Producer,
     ) -> Prefetched {
-        Prefetched { full, empty, current: Vec::new(), pos: 0, done: false, len_hint, producer }
+        Prefetched { full, empty, current: Vec::new(), most: 0, pos: 0, done: false, len_hint, producer }
     }
 
     /// The next batch from the producer; `false` at the end of the stream.
@@ -142,12 +146,13 @@ impl Prefetched {
             }
         }
         match self.full.recv() {
-            Ok(Ok(buf)) if buf.is_empty() => {
+            Ok(Ok((buf, _))) if buf.is_empty() => {
                 self.done = true;
                 Ok(false)
             }
-            Ok(Ok(buf)) => {
+            Ok(Ok((buf, most))) => {
                 self.current = buf;
+                self.most = most;
                 Ok(true)
             }
             Ok(Err(e)) => {
@@ -261,6 +266,10 @@ impl Workload for Prefetched {
 
     fn len_hint(&self) -> Option<u64> {
         self.len_hint
+    }
+
+    fn most_instrs(&self) -> Option<u32> {
+        Some(self.most)
     }
 }
 

@@ -299,12 +299,13 @@ mod tests {
     use crate::trace::{collect, VecWorkload};
     use crate::types::VirtAddr;
 
+    /// A stream whose instruction counts vary, from 0 to 10.
     fn accesses(n: u64) -> Vec<Access> {
-        (0..n).map(|i| Access { addr: VirtAddr(i * 8), ..Access::load(0, 8) }).collect()
+        (0..n).map(|i| Access { addr: VirtAddr(i * 8), instrs: (i * 37 % 11) as u32, ..Access::load(0, 8) }).collect()
     }
 
     #[test]
-    fn handing_buffers_over_delivers_the_same_stream() {
+    fn handing_buffers_over_delivers_the_same_stream_within_its_bound() {
         for (n, batch) in [(0u64, 7usize), (1000, 7), (5000, 64)] {
             let want = accesses(n);
             let mut p = Prefetched::new(Box::new(VecWorkload::new(want.clone())), batch).unwrap();
@@ -316,6 +317,8 @@ mod tests {
                 if k == 0 {
                     break;
                 }
+                let most = p.most_instrs().expect("a producer measures its batches");
+                assert!(buf[..k].iter().all(|a| a.instrs <= most), "the bound holds for what was handed over");
                 got.extend_from_slice(&buf[..k]);
                 if buf.len() < 5 {
                     buf.resize(5, Access::default());

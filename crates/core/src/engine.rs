@@ -722,6 +722,7 @@ impl Engine {
         let n = cut(chunk, run.most_instrs, instr_room, cycle_room, self.base_cpi, self.max_stall);
         let chunk = &chunk[..n];
         let (id, asid) = (CoreId(c as u32), spec.asid);
+        let counted = self.machine.tasks[ti].instructions;
         let (stall, extra) = if self.per_access {
             let (mut stall, mut extra) = (0u64, 0u64);
             for a in chunk {
@@ -737,8 +738,8 @@ impl Engine {
         } else {
             (self.machine.access_batch(id, task, asid, chunk), 0)
         };
-        // Read after the machine: the accesses are in the host's caches now.
-        let instructions: u64 = chunk.iter().map(|a| a.instrs as u64).sum();
+        // The machine counted the chunk's instructions as it read it.
+        let instructions = self.machine.tasks[ti].instructions - counted;
         run.pos += n;
         run.accesses += n as u64;
         self.done += n as u64;

@@ -312,3 +312,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn marks_keep_their_numbers_across_the_end_of_the_warm_up() {
+    // Two rounds of switches, a reset (the end of warm-up) between the
+    // marks: each mark's number still finds its count, which restarts.
+    let mut m = Machine::new(&small(1, 1), 1, "machine").unwrap();
+    m.add_tasks(2);
+    let mut marks = Vec::new();
+    for round in 0..2 {
+        for task in 0..2 {
+            run(&mut m, 0, task, &pass(0x1000_0000, W));
+            m.switched_out(TaskId(task));
+        }
+        marks.push(m.mark_switch_misses(TaskId(0), Level::L2).unwrap());
+        if round == 0 {
+            m.reset_stats();
+        }
+    }
+    m.settle_counts().unwrap();
+    assert_eq!(marks, [0, 1]);
+    // Task 0's second pass (round 0) missed W lines by the switch; after the
+    // reset, round 1's pass W more.
+    assert_eq!(m.marks(), [0, W]);
+    assert_eq!(counters(&m, 0, Level::L2).induced.switch[0], W);
+}

@@ -148,8 +148,9 @@ impl Classifier {
                 self.seen[cache as usize].insert(line.0);
             }
             Note::Reset => {
-                let caches = self.counts.caches.len();
-                self.counts = Settled { caches: vec![[0; ReqKind::COUNT]; caches], ..Settled::default() };
+                // The marks taken so far stay: their numbers index them.
+                self.counts.tasks.clear();
+                self.counts.caches.iter_mut().for_each(|c| *c = [0; ReqKind::COUNT]);
             }
             Note::Mark { task, level } => {
                 let switch = self.task(task).induced[level as usize].switch.iter().sum();

@@ -19,6 +19,8 @@
 //!   on a miss without reading the line from below (the whole line is
 //!   written), or to memory from the last level.
 
+use std::ops::Range;
+
 use serde::{Deserialize, Serialize};
 
 use super::cache::{self, Cache, CacheParams, Evicted, Filled, Inclusion, Req, Scope};
@@ -342,26 +344,28 @@ impl Ports {
 }
 
 /// Sockets, cores, caches, TLBs and memory, with the per-task counters.
+///
+/// The caches and TLBs of a socket sit together in `caches` and `tlbs`, and
+/// its cores' wiring ([`Ports`]) indexes them from the socket's first: a
+/// reference runs through a [`Part`], the socket's slices of the machine,
+/// so that sockets, which share no cache, can later be given to separate
+/// threads.
 #[derive(Debug)]
 pub struct Machine {
+    /// Per socket, then per core socket-major: its LLC, then each core's L1s and L2.
     caches: Vec<Cache>,
     cache_level: Vec<Level>,
-    /// Per cache: the caches above it that an inclusive eviction must clean.
+    /// Per cache: the caches above it that an inclusive eviction must
+    /// clean, indexed from its socket's first cache.
     uppers: Vec<Vec<usize>>,
     tlbs: Vec<Tlb>,
+    /// Per core, what it is wired to, indexed from its socket's first cache and TLB.
     cores: Vec<Ports>,
+    /// Per socket, where its caches and TLBs start.
+    sockets: Vec<Bases>,
     cores_per_socket: usize,
     page_table: PageTable,
-    line_shift: u32,
-    page_shift: u32,
-    frames_per_node: u64,
-    local_latency: u32,
-    remote_latency: u32,
-    walk: WalkModel,
-    walk_latency: u32,
-    radix_levels: u32,
-    l2_victim_fill: bool,
-    base_cpi: f64,
+    k: Constants,
     nodes: Vec<NodeStats>,
     /// Counters of every task, indexed by task id (their compulsory and
     /// induced misses as of the last [`Machine::settle_counts`]).
@@ -371,10 +375,6 @@ pub struct Machine {
     /// What the first-touch sets and the attributed levels' shadows must
     /// see, classified off the simulation's path.
     notebook: Notebook,
-    /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
-    /// the L1 TLB is attributed, nor when an L1 has a prefetcher, since
-    /// they bypass the shadows and the prefetchers.
-    shortcuts: bool,
     /// Per cache, its hardware prefetcher.
     prefetchers: Vec<Option<Prefetcher>>,
     /// Per core, the migration prefetches waiting for its L2.
@@ -382,6 +382,57 @@ pub struct Machine {
     /// The switch-miss estimator's tag directory over the LLCs, when a
     /// `cs-estimator` mechanism installed one (see [`Machine::install_atd`]).
     atd: Option<Box<Atd>>,
+}
+
+/// Where a socket's caches and TLBs start in the machine's.
+#[derive(Debug, Clone, Copy)]
+struct Bases {
+    cache: usize,
+    tlb: usize,
+}
+
+/// What the machine's parameters fix for the whole run.
+#[derive(Debug, Clone, Copy)]
+struct Constants {
+    line_shift: u32,
+    page_shift: u32,
+    frames_per_node: u64,
+    nodes: u32,
+    local_latency: u32,
+    remote_latency: u32,
+    walk: WalkModel,
+    walk_latency: u32,
+    radix_levels: u32,
+    l2_victim_fill: bool,
+    base_cpi: f64,
+    /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
+    /// the L1 TLB is attributed, nor when an L1 has a prefetcher, since
+    /// they bypass the shadows and the prefetchers.
+    shortcuts: bool,
+}
+
+/// One socket of the machine, with what its references update: its caches,
+/// TLBs and cores (indexed from the socket's first), and the counters,
+/// page tables and notes they share with the other sockets.
+struct Part<'m> {
+    caches: &'m mut [Cache],
+    cache_level: &'m [Level],
+    uppers: &'m [Vec<usize>],
+    prefetchers: &'m mut [Option<Prefetcher>],
+    tlbs: &'m mut [Tlb],
+    cores: &'m [Ports],
+    memos: &'m mut [[Memo; 2]],
+    migration_queues: &'m mut [MigrationQueue],
+    /// The machine's index of `caches[0]`: notes and the tag directory
+    /// name caches by it.
+    cache_base: usize,
+    tasks: &'m mut [TaskStats],
+    nodes: &'m mut [NodeStats],
+    page_table: &'m mut PageTable,
+    notebook: &'m mut Notebook,
+    atd: Option<&'m mut Atd>,
+    scratch: &'m mut Vec<Evicted>,
+    k: &'m Constants,
 }
 
 /// Lines a migration prefetcher sent to a core's L2, issued as the core's
@@ -426,8 +477,19 @@ impl Machine {
         };
         let nodes = params.nodes();
         let mut cores = Vec::new();
+        let per_core = |present: [bool; 3]| present.iter().filter(|&&p| p).count() * params.cores_per_socket as usize;
+        let caches_per_socket =
+            params.llc.is_some() as usize + per_core([params.l1i.is_some(), true, params.l2.is_some()]);
+        let tlbs_per_socket = params.tlb.as_ref().map_or(0, |t| per_core([true, t.l1i.is_some(), t.l2.is_some()]));
+        let mut sockets = Vec::new();
         let mut inclusive_uppers: Vec<(usize, Vec<usize>)> = Vec::new();
         for s in 0..params.sockets {
+            let bases = Bases { cache: s as usize * caches_per_socket, tlb: s as usize * tlbs_per_socket };
+            sockets.push(bases);
+            // Indexes from the socket's first cache and TLB.
+            let mut add = |p: &CacheParams, level: Level, path: String| add(p, level, path).map(|c| c - bases.cache);
+            let mut add_tlb =
+                |p: &tlb::TlbLevelParams, name: &str, path: String| add_tlb(p, name, path).map(|t| t - bases.tlb);
             let llc = params.llc.as_ref().map(|p| add(p, Level::Llc, format!("socket{s}/llc"))).transpose()?;
             let mut socket_caches = Vec::new();
             for i in 0..params.cores_per_socket {
@@ -438,7 +500,7 @@ impl Machine {
                 let l2 = params.l2.as_ref().map(|p| add(p, Level::L2, format!("{base}/l2"))).transpose()?;
                 let l1s: Vec<usize> = l1i.into_iter().chain([l1d]).collect();
                 if let Some(l2) = l2 {
-                    inclusive_uppers.push((l2, l1s.clone()));
+                    inclusive_uppers.push((bases.cache + l2, l1s.clone()));
                 }
                 socket_caches.extend(l1s.into_iter().chain(l2));
                 let (dtlb, itlb, stlb) = match &params.tlb {
@@ -459,9 +521,11 @@ impl Machine {
                 });
             }
             if let Some(llc) = llc {
-                inclusive_uppers.push((llc, socket_caches));
+                inclusive_uppers.push((bases.cache + llc, socket_caches));
             }
         }
+        debug_assert_eq!(caches.len(), params.sockets as usize * caches_per_socket);
+        debug_assert_eq!(tlbs.len(), params.sockets as usize * tlbs_per_socket);
         let mut uppers = vec![Vec::new(); caches.len()];
         for (c, above) in inclusive_uppers {
             uppers[c] = above;
@@ -477,6 +541,7 @@ impl Machine {
             uppers,
             tlbs,
             cores,
+            sockets,
             cores_per_socket: params.cores_per_socket as usize,
             page_table: PageTable::new(
                 page_shift,
@@ -486,26 +551,29 @@ impl Machine {
                 params.memory.frame_allocation,
                 seed,
             ),
-            line_shift: params.l1d.line_bytes.trailing_zeros(),
-            page_shift,
-            frames_per_node,
-            local_latency: params.memory.latency_cycles,
-            remote_latency: params.memory.remote_latency_cycles.unwrap_or(params.memory.latency_cycles),
-            walk: t.walk,
-            walk_latency: t.walk_latency_cycles,
-            radix_levels: if page_shift >= 21 { 3 } else { 4 },
-            l2_victim_fill: t.l2_victim_fill,
-            base_cpi: params.base_cpi,
+            k: Constants {
+                line_shift: params.l1d.line_bytes.trailing_zeros(),
+                page_shift,
+                frames_per_node,
+                nodes,
+                local_latency: params.memory.latency_cycles,
+                remote_latency: params.memory.remote_latency_cycles.unwrap_or(params.memory.latency_cycles),
+                walk: t.walk,
+                walk_latency: t.walk_latency_cycles,
+                radix_levels: if page_shift >= 21 { 3 } else { 4 },
+                l2_victim_fill: t.l2_victim_fill,
+                base_cpi: params.base_cpi,
+                shortcuts: !params
+                    .attribution
+                    .iter()
+                    .any(|a| matches!(a, Attributed::L1i | Attributed::L1d | Attributed::TlbL1))
+                    && params.l1d.prefetcher.is_none()
+                    && params.l1i.as_ref().is_none_or(|p| p.prefetcher.is_none()),
+            },
             nodes: (0..nodes).map(|node| NodeStats { node, ..NodeStats::default() }).collect(),
             tasks: Vec::new(),
             memos,
             scratch: Vec::new(),
-            shortcuts: !params
-                .attribution
-                .iter()
-                .any(|a| matches!(a, Attributed::L1i | Attributed::L1d | Attributed::TlbL1))
-                && params.l1d.prefetcher.is_none()
-                && params.l1i.as_ref().is_none_or(|p| p.prefetcher.is_none()),
             prefetchers,
             migration_queues,
             notebook,
@@ -541,11 +609,12 @@ impl Machine {
     /// lines costs its slowest line, so the bound holds for it too. The
     /// engine bounds how far a chunk of references may run past a deadline.
     pub fn max_stall(&self) -> u64 {
-        let slowest = self.caches.iter().map(|c| c.latency_cycles).chain([self.local_latency, self.remote_latency]);
+        let k = &self.k;
+        let slowest = self.caches.iter().map(|c| c.latency_cycles).chain([k.local_latency, k.remote_latency]);
         let slowest = slowest.max().unwrap_or(0) as u64;
-        let walk = match self.walk {
-            WalkModel::Fixed => self.walk_latency as u64,
-            WalkModel::Radix => self.walk_latency as u64 + self.radix_levels as u64 * slowest,
+        let walk = match k.walk {
+            WalkModel::Fixed => k.walk_latency as u64,
+            WalkModel::Radix => k.walk_latency as u64 + k.radix_levels as u64 * slowest,
         };
         let translation = match self.tlbs.is_empty() {
             true => 0,
@@ -558,10 +627,11 @@ impl Machine {
     /// caches `core` uses: the residual footprint it finds when it runs there.
     pub fn resident(&self, core: CoreId, task: TaskId) -> [u64; Level::COUNT] {
         let ports = &self.cores[core.0 as usize];
+        let base = self.sockets[self.locate(core).0].cache;
         let mut lines = [0; Level::COUNT];
         for path in [ports.instr, ports.data] {
             for i in 0..path.len as usize {
-                let c = path.at(i);
+                let c = base + path.at(i);
                 lines[self.cache_level[c] as usize] = self.caches[c].lines_of(task);
             }
         }
@@ -679,7 +749,7 @@ impl Machine {
 
     /// Cycles per instruction before stalls.
     pub fn base_cpi(&self) -> f64 {
-        self.base_cpi
+        self.k.base_cpi
     }
 
     /// Whether an allocation ever found every node full.
@@ -696,629 +766,54 @@ impl Machine {
         self.access_batch(core, task, asid, std::slice::from_ref(a)) as u32
     }
 
+    /// Cycles `task` has spent: its instructions at the base CPI plus its stalls.
+    pub fn cycles_of(&self, task: TaskId) -> f64 {
+        let t = &self.tasks[task.0 as usize];
+        t.instructions as f64 * self.k.base_cpi + t.stall_cycles as f64
+    }
+
     /// Run a batch of references of one task on one core; returns the cycles
     /// they add beyond the base CPI. The same as calling [`Machine::access`]
     /// for each, with the per-task totals updated once per batch.
     pub fn access_batch(&mut self, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        let (socket, c) = self.locate(core);
+        self.part(socket).access_batch(c, task, asid, batch)
+    }
+
+    /// The socket of `core`, and the core's index within it.
+    fn locate(&self, core: CoreId) -> (usize, usize) {
         let c = core.0 as usize;
-        let mut tally = Tally::default();
-        let mut stall = 0u64;
-        let mut next = 0;
-        while next < batch.len() {
-            // Migration prefetches issue between references, one at a time.
-            let draining = !self.migration_queues[c].lines.is_empty();
-            // A run pays for its setup over a few references: not worth it
-            // for a lone data reference between instruction fetches.
-            let fetch = |i: usize| batch.get(i).is_some_and(|a| a.kind == AccessKind::Ifetch);
-            if self.shortcuts && !draining && !fetch(next) && !fetch(next + 1) {
-                let (hits, cycles, stop) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
-                next += hits;
-                stall += cycles;
-                if next == batch.len() {
-                    break;
-                }
-                if let Some(latency) = self.resume(c, task, asid, &batch[next], stop, &mut tally) {
-                    stall += latency as u64;
-                    next += 1;
-                    continue;
-                }
-            }
-            let a = &batch[next];
-            let req = Req { kind: a.kind.into(), pc: a.pc, task };
-            let first = a.addr.0 >> self.line_shift;
-            let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
-            let latency = if first == last {
-                self.access_one(c, &req, asid, a.addr.0, first, &mut tally)
-            } else {
-                self.access_split(c, &req, asid, a)
-            };
-            stall += latency as u64;
-            if draining {
-                self.drain_migration_queue(c, a.instrs as f64 * self.base_cpi + latency as f64);
-            }
-            next += 1;
-        }
-        self.credit(c, task, &tally);
-        self.notebook.pass();
-        let stats = &mut self.tasks[task.0 as usize];
-        stats.accesses += batch.len() as u64;
-        stats.instructions += batch.iter().map(|a| a.instrs as u64).sum::<u64>();
-        stats.stall_cycles += stall;
-        stall
+        (c / self.cores_per_socket, c % self.cores_per_socket)
     }
 
-    /// Add the hits the shortcuts tallied to the L1 caches, the L1 TLBs and the task.
-    fn credit(&mut self, c: usize, task: TaskId, tally: &Tally) {
-        let ports = self.cores[c];
-        let stats = &mut self.tasks[task.0 as usize];
-        for kind in [ReqKind::Load, ReqKind::Store, ReqKind::Ifetch] {
-            let n = tally.l1[(kind == ReqKind::Ifetch) as usize][kind as usize];
-            if n > 0 {
-                let l1 = ports.path(kind).at(0);
-                self.caches[l1].count_hits(kind, n);
-                stats.levels[self.cache_level[l1] as usize].hits[kind as usize] += n;
-            }
-        }
-        for (class, kind) in [(0, ReqKind::Load), (1, ReqKind::Ifetch)] {
-            if let (Some(t), n @ 1..) = (ports.l1_tlb(kind), tally.tlb[class]) {
-                self.tlbs[t].stats.hits += n;
-                stats.tlb.l1_hits += n;
-            }
-        }
+    /// The machine's caches, TLBs and cores that belong to `socket`.
+    fn ranges(&self, socket: usize) -> (Range<usize>, Range<usize>, Range<usize>) {
+        let start = self.sockets[socket];
+        let end = self.sockets.get(socket + 1).map_or((self.caches.len(), self.tlbs.len()), |b| (b.cache, b.tlb));
+        let cores = socket * self.cores_per_socket..(socket + 1) * self.cores_per_socket;
+        (start.cache..end.0, start.tlb..end.1, cores)
     }
 
-    /// Cycles `task` has spent: its instructions at the base CPI plus its stalls.
-    pub fn cycles_of(&self, task: TaskId) -> f64 {
-        let t = &self.tasks[task.0 as usize];
-        t.instructions as f64 * self.base_cpi + t.stall_cycles as f64
-    }
-
-    /// The reference a run of L1 hits stopped at, taken up where the run
-    /// left it; `None` if the run knows nothing about it.
-    #[inline(always)]
-    fn resume(&mut self, c: usize, task: TaskId, asid: Asid, a: &Access, stop: Stop, tally: &mut Tally) -> Option<u32> {
-        let dtlb = self.cores[c].dtlb?;
-        let req = Req { kind: a.kind.into(), pc: a.pc, task };
-        let vline = a.addr.0 >> self.line_shift;
-        let (line, t, missed) = match stop {
-            Stop::Unknown => return None,
-            Stop::TlbMiss => {
-                self.tlbs[dtlb].count_miss();
-                let (frame, t) = self.translate_miss(c, dtlb, &req, asid, a.addr.0 >> self.page_shift);
-                (line_in_frame(frame, vline, self.page_shift, self.line_shift), t, false)
-            }
-            Stop::LineMiss(slot, line) => {
-                let tlb = &mut self.tlbs[dtlb];
-                tlb.touch(slot);
-                tally.tlb[0] += 1;
-                (line, tlb.latency_cycles, true)
-            }
-        };
-        self.memos[c][0] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
-        Some(t + self.access_line(c, line, &req, missed))
-    }
-
-    /// A reference within one line: the common case, kept short.
-    #[inline(always)]
-    fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> u32 {
-        let fast = if self.shortcuts {
-            if let Some(latency) = self.repeat(c, req, asid, vline, tally) {
-                return latency;
-            }
-            self.l1_hit(c, req, asid, vaddr, vline, tally)
-        } else {
-            Fast::Untranslated
-        };
-        let (line, t) = match fast {
-            Fast::Hit(latency) => return latency,
-            Fast::Translated(line, t) => (line, t),
-            Fast::Untranslated => {
-                let (paddr, t) = self.translate(c, req, asid, vaddr);
-                (LineAddr(paddr >> self.line_shift), t)
-            }
-        };
-        self.memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
-        t + self.access_line(c, line, req, false)
-    }
-
-    /// A reference that crosses line (and maybe page) boundaries.
-    fn access_split(&mut self, c: usize, req: &Req, asid: Asid, a: &Access) -> u32 {
-        let first = a.addr.0 >> self.line_shift;
-        let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.line_shift;
-        let mut worst = 0;
-        let mut page = (u64::MAX, 0, 0);
-        for vline in first..=last {
-            let vaddr = vline << self.line_shift;
-            if vaddr >> self.page_shift != page.0 {
-                let (paddr, t) = self.translate(c, req, asid, vaddr.max(a.addr.0));
-                page = (vaddr >> self.page_shift, paddr >> self.page_shift, t);
-            }
-            let line = line_in_frame(page.1, vline, self.page_shift, self.line_shift);
-            worst = worst.max(page.2 + self.access_line(c, line, req, false));
-        }
-        worst
-    }
-
-    /// The common case as a loop: data references within one line that hit
-    /// both the L1 DTLB and the L1 data cache, tallied, with both arrays'
-    /// geometry held in registers. Stops before the first reference that
-    /// needs more (an instruction fetch, a line-crossing reference, a miss,
-    /// a write-through store), having changed nothing for it. Returns the
-    /// references it ran, their cycles and where it stopped.
-    #[inline(never)]
-    fn l1_run(
-        &mut self,
-        c: usize,
-        task: TaskId,
-        asid: Asid,
-        batch: &[Access],
-        tally: &mut Tally,
-    ) -> (usize, u64, Stop) {
-        const NONE: (usize, u64, Stop) = (0, 0, Stop::Unknown);
-        let Machine { cores, tlbs, caches, memos, page_shift, line_shift, .. } = self;
-        let ports = &cores[c];
-        let Some(dtlb) = ports.dtlb else { return NONE };
-        if ports.data.len == 0 {
-            return NONE;
-        }
-        let (Some(tlb), Some(l1)) = (tlbs[dtlb].hit_run(), caches[ports.data.at(0)].hit_run()) else {
-            return NONE;
-        };
-        let run = HitRunCtx { task, asid, page_shift: *page_shift, line_shift: *line_shift };
-        let n = batch.len();
-        // LRU in both (the common machine) gets a body with the clocks in
-        // registers; any other policy dispatches on its kind at every hit.
-        let (ran, memo, cycles, stop) = if tlb.lends_stamps(n) && l1.lends_stamps(n) {
-            // Sets that fill their fingerprint vectors exactly (no padding
-            // ways) get a body with the geometry as constants: the presets'
-            // 4-way L1 TLBs and 4-, 8- and 12-way L1Ds.
-            let strides = match (tlb.stride(), l1.stride()) {
-                (t, l) if t == tlb.ways() && l == l1.ways() => (t, l),
-                _ => (0, 0),
-            };
-            let (Some(tlb), Some(l1)) = (tlb.lru(n), l1.lru(n)) else { return NONE };
-            match strides {
-                (4, 4) => run.hits::<_, _, 4, 4>(tlb, l1, batch, tally),
-                (4, 8) => run.hits::<_, _, 4, 8>(tlb, l1, batch, tally),
-                (4, 12) => run.hits::<_, _, 4, 12>(tlb, l1, batch, tally),
-                _ => run.hits::<_, _, 0, 0>(tlb, l1, batch, tally),
-            }
-        } else {
-            run.hits::<_, _, 0, 0>(tlb, l1, batch, tally)
-        };
-        if ran > 0 {
-            memos[c][0] = memo;
-        }
-        (ran, cycles, stop)
-    }
-
-    /// The common case in one body: the L1 TLB and the L1 cache both hit
-    /// (tallied). On an L1 TLB hit whose line misses the L1 cache, the TLB
-    /// hit is tallied and the line handed back, so the general path does not
-    /// look the TLB up again; on an L1 TLB miss nothing has changed.
-    #[inline(always)]
-    fn l1_hit(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> Fast {
-        // Borrow the fields apart: one body, no re-indexing through `self`.
-        let Machine { cores, tlbs, caches, memos, page_shift, line_shift, .. } = self;
-        let ports = &cores[c];
-        let class = (req.kind == ReqKind::Ifetch) as usize;
-        let Some(t) = ports.l1_tlb(req.kind) else { return Fast::Untranslated };
-        let tlb = &mut tlbs[t];
-        let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> *page_shift)) else { return Fast::Untranslated };
-        let frame = tlb.touch(tslot);
-        tally.tlb[class] += 1;
-        let line = line_in_frame(frame, vline, *page_shift, *line_shift);
-        let cache = &mut caches[ports.path(req.kind).at(0)];
-        let slot = match cache.find(line) {
-            Some(slot) if cache.write_back || req.kind != ReqKind::Store => slot,
-            _ => return Fast::Translated(line, tlb.latency_cycles),
-        };
-        cache.touch_hit(slot, req);
-        tally.l1[class][req.kind as usize] += 1;
-        memos[c][class] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
-        Fast::Hit(tlb.latency_cycles + cache.latency_cycles)
-    }
-
-    /// The shortcut for a reference to the line the core referenced last
-    /// (7 of 8 references of a sequential 8-byte walk): if the translation is
-    /// still the L1 TLB's most recent entry and the line the L1 cache's most
-    /// recent one, and the policies say a repeated hit changes nothing, tally
-    /// the hits without any lookup. Returns `None` to take the full path.
-    #[inline(always)]
-    fn repeat(&mut self, c: usize, req: &Req, asid: Asid, vline: u64, tally: &mut Tally) -> Option<u32> {
-        let class = (req.kind == ReqKind::Ifetch) as usize;
-        let memo = self.memos[c][class];
-        if memo.vline != vline + 1 || memo.asid != asid.0 {
-            return None;
-        }
-        let ports = &self.cores[c];
-        let l1 = &mut self.caches[ports.path(req.kind).at(0)];
-        if !l1.write_back && req.kind == ReqKind::Store {
-            return None;
-        }
-        let mut latency = l1.latency_cycles;
-        let tlb = ports.l1_tlb(req.kind).map(|t| &self.tlbs[t]);
-        if let Some(tlb) = tlb {
-            let key = tlb::key(asid, (vline << self.line_shift) >> self.page_shift);
-            if !tlb.rehit_possible(key) {
-                return None;
-            }
-            latency += tlb.latency_cycles;
-        }
-        if !l1.rehit(LineAddr(memo.pline), req.kind) {
-            return None;
-        }
-        tally.tlb[class] += tlb.is_some() as u64;
-        tally.l1[class][req.kind as usize] += 1;
-        Some(latency)
-    }
-
-    /// Translate a virtual address; returns the physical address and the
-    /// cycles translation cost. An L1 TLB hit is handled here; the rest in
-    /// [`Machine::translate_miss`].
-    #[inline(always)]
-    fn translate(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64) -> (u64, u32) {
-        let vpn = vaddr >> self.page_shift;
-        let offset = vaddr & ((1 << self.page_shift) - 1);
-        let Some(l1) = self.cores[c].l1_tlb(req.kind) else {
-            let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
-            return ((frame << self.page_shift) | offset, 0);
-        };
-        let key = tlb::key(asid, vpn);
-        let (frame, latency) = match self.tlbs[l1].lookup(key) {
-            Some(frame) => {
-                self.tasks[req.task.0 as usize].tlb.l1_hits += 1;
-                if self.notebook.covers_tlb(0) {
-                    self.notebook.note(Note::Tlb { i: 0, task: req.task, kind: req.kind, key, hit: true, stays: true });
-                }
-                (frame, self.tlbs[l1].latency_cycles)
-            }
-            None => self.translate_miss(c, l1, req, asid, vpn),
-        };
-        ((frame << self.page_shift) | offset, latency)
-    }
-
-    /// After an L1 TLB miss: the L2 TLB, else a page walk; fills the TLBs.
-    /// Returns the frame and the cycles.
-    #[inline(never)]
-    fn translate_miss(&mut self, c: usize, l1: usize, req: &Req, asid: Asid, vpn: u64) -> (u64, u32) {
-        let key = tlb::key(asid, vpn);
-        let task = req.task.0 as usize;
-        let stlb = self.cores[c].stlb;
-        // The L2 TLB's set and the page table are read next and may be cold
-        // in the host's caches: start all their host misses at once.
-        if let Some(s) = stlb {
-            self.tlbs[s].prefetch(key);
-        }
-        self.page_table.prefetch(asid, vpn);
-        self.tasks[task].tlb.l1_misses += 1;
-        let victim_fill = self.l2_victim_fill;
-        let mut observe = |i: usize, hit: bool, stays: bool| {
-            if self.notebook.covers_tlb(i) {
-                self.notebook.note(Note::Tlb { i: i as u8, task: req.task, kind: req.kind, key, hit, stays });
-            }
-        };
-        observe(0, false, true);
-        let (frame, latency) = match stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
-            Some((s, Some(frame))) => {
-                observe(1, true, !victim_fill);
-                self.tasks[task].tlb.l2_hits += 1;
-                if victim_fill {
-                    self.tlbs[s].remove(key);
-                }
-                (frame, self.tlbs[s].latency_cycles)
-            }
-            found => {
-                if found.is_some() {
-                    observe(1, false, !victim_fill);
-                    self.tasks[task].tlb.l2_misses += 1;
-                }
-                let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
-                let cycles = self.walk_cost(c, req, asid, vpn);
-                let t = &mut self.tasks[task].tlb;
-                t.walks += 1;
-                t.walk_cycles += cycles as u64;
-                if let (Some(s), false) = (stlb, victim_fill) {
-                    self.tlbs[s].insert(key, frame);
-                    self.place_tlb(1, req.task, key);
-                }
-                (frame, cycles)
-            }
-        };
-        let victim = self.tlbs[l1].insert(key, frame);
-        self.place_tlb(0, req.task, key);
-        if let (Some((vkey, vframe)), Some(s), true) = (victim, stlb, victim_fill) {
-            if !self.tlbs[s].probe(vkey) {
-                self.tlbs[s].insert(vkey, vframe);
-            }
-            // The victim is this task's if its asid is (threads share one).
-            if tlb::asid_of(vkey) == asid {
-                self.place_tlb(1, req.task, vkey);
-            }
-        }
-        (frame, latency)
-    }
-
-    /// Mirror a TLB insert in `task`'s shadow of TLB level `i`.
-    #[inline]
-    fn place_tlb(&mut self, i: usize, task: TaskId, key: u64) {
-        if self.notebook.covers_tlb(i) {
-            self.notebook.note(Note::PlaceTlb { i: i as u8, task, key });
-        }
-    }
-
-    /// Mirror a cache fill in `req.task`'s shadow of cache `c`'s level.
-    #[inline]
-    fn place(&mut self, c: usize, req: &Req, line: LineAddr) {
-        let level = self.cache_level[c];
-        if self.notebook.covers(level) {
-            self.notebook.note(Note::Place { level, req: *req, line });
-        }
-        if let Some(atd) = &mut self.atd {
-            atd.fill(c, self.caches[c].last_slot());
-        }
-    }
-
-    /// Cycles of a page walk: fixed, or the page-table entry reads through
-    /// the core's data caches plus the fixed overhead.
-    fn walk_cost(&mut self, c: usize, req: &Req, asid: Asid, vpn: u64) -> u32 {
-        match self.walk {
-            WalkModel::Fixed => self.walk_latency,
-            WalkModel::Radix => {
-                let walk = Req { kind: ReqKind::Walk, pc: req.pc, task: req.task };
-                let mut cycles = self.walk_latency;
-                for level in 0..self.radix_levels {
-                    let pte = self.page_table.entry_addr(asid, vpn, level, self.radix_levels, self.cores[c].node);
-                    cycles += self.access_line(c, LineAddr(pte >> self.line_shift), &walk, false);
-                }
-                cycles
-            }
-        }
-    }
-
-    /// Home node of a physical line.
-    #[inline]
-    fn node_of(&self, line: LineAddr) -> u32 {
-        let frame = line.0 >> (self.page_shift - self.line_shift);
-        ((frame / self.frames_per_node) as u32).min(self.nodes.len() as u32 - 1)
-    }
-
-    /// One line through the hierarchy; returns the latency of the level that served it.
-    #[inline(always)]
-    fn access_line(&mut self, c: usize, line: LineAddr, req: &Req, missed: bool) -> u32 {
-        let path = *self.cores[c].path(req.kind);
-        let node = self.cores[c].node;
-        let (served, _) =
-            if missed { self.miss_at(&path, 0, line, req, node) } else { self.lookup(&path, 0, line, req, node) };
-        let top = &self.caches[path.at(0)];
-        let writes_through = !top.write_back || !top.write_allocate;
-        if writes_through && req.kind == ReqKind::Store && (!top.write_back || !top.contains(line)) {
-            // Write-through, or a store that did not allocate: the data goes down.
-            self.write_down(&path, 1, line, req.task, true, req.task);
-        }
-        if served < path.len as usize {
-            self.caches[path.at(served)].latency_cycles
-        } else if self.node_of(line) == node {
-            self.local_latency
-        } else {
-            self.remote_latency
-        }
-    }
-
-    /// Look `line` up at level `i` of `path` and below; returns the index of
-    /// the level that served it (`path.len` for memory) and whether the line
-    /// arrives dirty (given up by an exclusive level).
-    #[inline(always)]
-    fn lookup(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
-        let c = path.at(i);
-        let Some(slot) = self.caches[c].find(line) else {
-            return self.miss_at(path, i, line, req, node);
-        };
-        self.caches[c].hit(slot, req);
-        if req.kind.is_demand() {
-            self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
-            if self.caches[c].tracks_use() {
-                self.caches[c].use_marked(slot);
-            }
-            if let Some(atd) = &mut self.atd {
-                atd.hit(c, slot, self.caches[c].owner_at(slot));
-            }
-            if self.prefetchers[c].is_some() {
-                self.prefetch(path, i, line, req, true, node);
-            }
-        }
-        let leaves = i > 0 && self.caches[c].inclusion == Inclusion::Exclusive;
-        let level = self.cache_level[c];
-        if self.notebook.covers(level) {
-            self.notebook.note(Note::Hit { level, req: *req, line, stays: !leaves });
-        }
-        if leaves {
-            return (i, self.caches[c].take(slot).dirty);
-        }
-        (i, false)
-    }
-
-    /// `line` missed at level `i` of `path`: count it, fetch it from below,
-    /// and place it here unless this level is exclusive.
-    #[inline(never)]
-    fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
-        let c = path.at(i);
-        if i == 0 {
-            // The levels below are searched next: have the host bring their
-            // sets closer now, so that their host cache misses overlap.
-            for below in 1..path.len as usize {
-                self.caches[path.at(below)].prefetch(line);
-            }
-        }
-        // And the set that this level's dirty victim will be written back to.
-        if i + 1 < path.len as usize {
-            if let Some(victim) = self.caches[c].dirty_victim(line) {
-                self.caches[path.at(i + 1)].prefetch(victim);
-            }
-        }
-        self.caches[c].count_miss(line, req);
-        let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
-        let level = self.cache_level[c];
-        self.notebook.note(Note::Miss { cache: c as u32, level, req: *req, line, stays });
-        let allocates = !(i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate);
-        let (served, carried) = if !allocates {
-            (0, false)
-        } else if i + 1 < path.len as usize {
-            self.lookup(path, i + 1, line, req, node)
-        } else {
-            self.memory_read(line, req, node);
-            (path.len as usize, false)
-        };
-        if req.kind.is_demand() {
-            self.tasks[req.task.0 as usize].levels[level as usize].misses[req.kind as usize] += 1;
-        }
-        if !allocates {
-            return (0, false);
-        }
-        if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
-            return (served, carried);
-        }
-        let dirty = carried || (i == 0 && req.kind == ReqKind::Store);
-        let filled = self.caches[c].fill(line, dirty, req);
-        if let Filled::Placed(_) = filled {
-            self.place(c, req, line);
-        }
-        match filled {
-            Filled::Placed(Some(victim)) => self.evicted(path, i, victim, req.task),
-            Filled::Placed(None) => {}
-            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task, false, req.task),
-            Filled::Bypassed => {}
-        }
-        if req.kind.is_demand() && self.prefetchers[c].is_some() {
-            self.prefetch(path, i, line, req, false, node);
-        }
-        (served, false)
-    }
-
-    /// Show a demand reference to `line` at level `i` of `path` to the
-    /// level's prefetcher, and fetch what it proposes that is not already
-    /// there, through the levels below, as prefetch requests (no cycles).
-    #[inline(never)]
-    fn prefetch(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, hit: bool, node: u32) {
-        let c = path.at(i);
-        let Some(prefetcher) = self.prefetchers[c].as_mut() else { return };
-        let mut proposals = Proposals::new(line, self.page_shift - self.line_shift);
-        prefetcher.observe(&Observed { line, pc: req.pc, hit }, &mut proposals);
-        let fetch = Req { kind: ReqKind::Prefetch, pc: req.pc, task: req.task };
-        for &proposed in proposals.lines() {
-            if self.caches[c].contains(proposed) {
-                self.caches[c].count_hits(ReqKind::Prefetch, 1);
-            } else {
-                self.miss_at(path, i, proposed, &fetch, node);
-                self.caches[c].mark_prefetched(proposed);
-            }
-        }
-    }
-
-    fn memory_read(&mut self, line: LineAddr, req: &Req, node: u32) {
-        let home = self.node_of(line);
-        self.nodes[home as usize].reads += 1;
-        if req.kind.is_demand() {
-            let t = &mut self.tasks[req.task.0 as usize];
-            if home == node {
-                t.memory_local += 1;
-            } else {
-                t.memory_remote += 1;
-            }
-        }
-    }
-
-    /// A line left level `i` of `path` to make room for a request of task
-    /// `by`: clean the levels above if this one is inclusive, then pass it down.
-    fn evicted(&mut self, path: &Path, i: usize, mut victim: Evicted, by: TaskId) {
-        self.clean_above(path.at(i), &mut victim, by);
-        let next = i + 1;
-        if next < path.len as usize && self.caches[path.at(next)].inclusion == Inclusion::Exclusive {
-            self.victim_fill(path, next, victim, by);
-        } else if victim.dirty {
-            self.write_down(path, next, victim.line, victim.owner, false, by);
-        }
-    }
-
-    /// A line leaves cache `c` because of task `by` (`TaskId::NONE`: a
-    /// flush): if `c` is inclusive, remove it from every cache above
-    /// (back-invalidation); dirty data found there goes down with the
-    /// victim. A task's shadow loses the line too when the task itself
-    /// caused the eviction, as it would have alone.
-    fn clean_above(&mut self, c: usize, victim: &mut Evicted, by: TaskId) {
-        if self.caches[c].inclusion != Inclusion::Inclusive {
-            return;
-        }
-        for u in 0..self.uppers[c].len() {
-            let upper = self.uppers[c][u];
-            if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
-                victim.dirty |= copy.dirty;
-                let level = self.cache_level[upper];
-                if self.notebook.covers(level) && copy.owner == by {
-                    self.notebook.note(Note::Invalidate { level, task: by, line: victim.line });
-                }
-            }
-        }
-    }
-
-    /// Place the victim of the level above in exclusive level `i`.
-    fn victim_fill(&mut self, path: &Path, i: usize, victim: Evicted, by: TaskId) {
-        let c = path.at(i);
-        let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: victim.owner };
-        if let Some(slot) = self.caches[c].find(victim.line) {
-            if victim.dirty {
-                self.caches[c].writeback_hit(slot);
-            }
-            return;
-        }
-        self.notebook.note(Note::Seen { cache: c as u32, line: victim.line });
-        let filled = self.caches[c].fill(victim.line, victim.dirty, &req);
-        if let Filled::Placed(_) = filled {
-            self.place(c, &req, victim.line);
-        }
-        match filled {
-            Filled::Placed(Some(next)) => self.evicted(path, i, next, by),
-            Filled::Placed(None) => {}
-            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner, false, by),
-            Filled::Bypassed => {}
-        }
-    }
-
-    /// Dirty data of `line` arrives at level `i` from above (`i == path.len`:
-    /// memory). A write-back level keeps it (allocating on a miss); a
-    /// write-through level passes it on. `through` marks a store written
-    /// through while the line may stay above: an exclusive level must not
-    /// take a copy of it then, and passes it on too. `by` is the task whose
-    /// request (or `TaskId::NONE`: flush) sent it down.
-    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId, through: bool, by: TaskId) {
-        if i >= path.len as usize {
-            let home = self.node_of(line);
-            self.nodes[home as usize].writes += 1;
-            return;
-        }
-        let c = path.at(i);
-        let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: owner };
-        if let Some(slot) = self.caches[c].find(line) {
-            self.caches[c].writeback_hit(slot);
-            if !self.caches[c].write_back {
-                self.write_down(path, i + 1, line, owner, through, by);
-            }
-            return;
-        }
-        self.caches[c].count_miss(line, &req);
-        self.notebook.note(Note::Seen { cache: c as u32, line });
-        let exclusive = self.caches[c].inclusion == Inclusion::Exclusive;
-        if !self.caches[c].write_back || (through && exclusive) {
-            return self.write_down(path, i + 1, line, owner, through, by);
-        }
-        let filled = self.caches[c].fill(line, true, &req);
-        if let Filled::Placed(_) = filled {
-            self.place(c, &req, line);
-        }
-        match filled {
-            Filled::Placed(Some(victim)) => self.evicted(path, i, victim, by),
-            Filled::Placed(None) => {}
-            Filled::Bypassed => self.write_down(path, i + 1, line, owner, through, by),
+    /// Socket `socket`'s part of the machine.
+    fn part(&mut self, socket: usize) -> Part<'_> {
+        let (caches, tlbs, cores) = self.ranges(socket);
+        Part {
+            cache_base: caches.start,
+            caches: &mut self.caches[caches.clone()],
+            cache_level: &self.cache_level[caches.clone()],
+            uppers: &self.uppers[caches.clone()],
+            prefetchers: &mut self.prefetchers[caches],
+            tlbs: &mut self.tlbs[tlbs],
+            cores: &self.cores[cores.clone()],
+            memos: &mut self.memos[cores.clone()],
+            migration_queues: &mut self.migration_queues[cores],
+            tasks: &mut self.tasks,
+            nodes: &mut self.nodes,
+            page_table: &mut self.page_table,
+            notebook: &mut self.notebook,
+            atd: self.atd.as_deref_mut(),
+            scratch: &mut self.scratch,
+            k: &self.k,
         }
     }
 
@@ -1326,64 +821,34 @@ impl Machine {
     /// then L2). With `write_back`, dirty lines go down the hierarchy as
     /// write-backs (a flush); without, they are dropped (an invalidation).
     pub fn flush_core(&mut self, core: CoreId, scope: Scope, write_back: bool) {
-        let ports = self.cores[core.0 as usize];
-        for path in [ports.instr, ports.data] {
-            for i in 0..path.len as usize {
-                if self.cache_level[path.at(i)] != Level::Llc {
-                    self.flush_at(&path, i, scope, write_back);
-                }
-            }
-        }
+        let (socket, c) = self.locate(core);
+        self.part(socket).flush_private(c, |level| level != Level::Llc, scope, write_back);
     }
 
     /// Remove the lines in `scope` from the LLC of `socket` (and, for an
     /// inclusive LLC, from the caches above it).
     pub fn flush_llc(&mut self, socket: usize, scope: Scope, write_back: bool) {
-        let path = self.cores[socket * self.cores_per_socket].data;
+        let mut part = self.part(socket);
+        let path = part.cores[0].data;
         let i = path.len as usize - 1;
-        if self.cache_level[path.at(i)] == Level::Llc {
-            self.flush_at(&path, i, scope, write_back);
+        if part.cache_level[path.at(i)] == Level::Llc {
+            part.flush_at(&path, i, scope, write_back);
         }
-    }
-
-    fn flush_at(&mut self, path: &Path, i: usize, scope: Scope, write_back: bool) {
-        let c = path.at(i);
-        let mut removed = std::mem::take(&mut self.scratch);
-        removed.clear();
-        self.caches[c].remove(scope, &mut removed);
-        for mut victim in removed.drain(..) {
-            self.clean_above(c, &mut victim, TaskId::NONE);
-            if write_back && victim.dirty {
-                self.caches[c].stats.dirty_evictions += 1;
-                self.write_down(path, i + 1, victim.line, victim.owner, false, TaskId::NONE);
-            }
-        }
-        self.scratch = removed;
-    }
-
-    /// Index (into [`Machine::caches`]) and path position of `core`'s
-    /// private cache of `level`, if it has one.
-    fn private_level(&self, core: CoreId, level: Level) -> Option<(Path, usize)> {
-        let path = self.cores[core.0 as usize].data;
-        (0..path.len as usize).find(|&i| self.cache_level[path.at(i)] == level).map(|i| (path, i))
     }
 
     /// Index (into [`Machine::caches`]) of `core`'s private cache of `level`.
     pub fn private_cache(&self, core: CoreId, level: Level) -> Option<usize> {
-        self.private_level(core, level).map(|(path, i)| path.at(i))
+        let (socket, _) = self.locate(core);
+        let base = self.sockets[socket].cache;
+        let path = self.cores[core.0 as usize].data;
+        (0..path.len as usize).map(|i| base + path.at(i)).find(|&c| self.cache_level[c] == level)
     }
 
     /// Remove every line from `core`'s private caches of the given levels,
     /// writing dirty lines down (a flush) or dropping them.
     pub fn flush_levels(&mut self, core: CoreId, levels: &[Level], write_back: bool) {
-        let ports = self.cores[core.0 as usize];
-        for path in [ports.instr, ports.data] {
-            for i in 0..path.len as usize {
-                if levels.contains(&self.cache_level[path.at(i)]) {
-                    self.flush_at(&path, i, Scope::All, write_back);
-                }
-            }
-        }
+        let (socket, c) = self.locate(core);
+        self.part(socket).flush_private(c, |level| levels.contains(&level), Scope::All, write_back);
     }
 
     /// Place `line` in `core`'s private cache of `level` for `task`, data
@@ -1391,20 +856,8 @@ impl Machine {
     /// migration study. Counts it as migrated in (or dropped if present);
     /// returns whether it was placed.
     pub fn install(&mut self, core: CoreId, level: Level, line: LineAddr, task: TaskId) -> bool {
-        let Some((path, i)) = self.private_level(core, level) else { return false };
-        let c = path.at(i);
-        if self.caches[c].contains(line) {
-            self.caches[c].stats.migrated_dropped += 1;
-            return false;
-        }
-        let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task };
-        self.notebook.note(Note::Seen { cache: c as u32, line });
-        let filled = self.caches[c].fill(line, false, &req);
-        if let Filled::Placed(Some(victim)) = filled {
-            self.evicted(&path, i, victim, task);
-        }
-        self.caches[c].mark_migrated(line);
-        filled != Filled::Bypassed
+        let (socket, c) = self.locate(core);
+        self.part(socket).install(c, level, line, task)
     }
 
     /// Queue migration prefetches of `lines` for `core`'s L2, on behalf of
@@ -1420,40 +873,9 @@ impl Machine {
         self.migration_queues[core.0 as usize].lines.len()
     }
 
-    /// `cycles` passed on core `c`: issue the migration prefetches they
-    /// allow into its L2, through the levels below; a line already present
-    /// is dropped.
-    #[inline(never)]
-    fn drain_migration_queue(&mut self, c: usize, cycles: f64) {
-        let core = CoreId(c as u32);
-        let Some((path, i)) = self.private_level(core, Level::L2) else {
-            self.migration_queues[c].lines.clear();
-            return;
-        };
-        let l2 = path.at(i);
-        let node = self.cores[c].node;
-        let q = &mut self.migration_queues[c];
-        q.credit += cycles * q.per_cycle;
-        while self.migration_queues[c].credit >= 1.0 {
-            let Some((line, task)) = self.migration_queues[c].lines.pop_front() else { break };
-            self.migration_queues[c].credit -= 1.0;
-            if self.caches[l2].contains(line) {
-                self.caches[l2].stats.migrated_dropped += 1;
-                continue;
-            }
-            let fetch = Req { kind: ReqKind::Prefetch, pc: VirtAddr(0), task };
-            self.miss_at(&path, i, line, &fetch, node);
-            self.caches[l2].mark_migrated(line);
-        }
-        if self.migration_queues[c].lines.is_empty() {
-            self.migration_queues[c].credit = 0.0;
-        }
-    }
-
     /// Flush the TLBs of `core`: every entry, or those of one asid.
     pub fn flush_tlbs(&mut self, core: CoreId, asid: Option<Asid>) {
-        let ports = self.cores[core.0 as usize];
-        for t in [ports.dtlb, ports.itlb, ports.stlb].into_iter().flatten() {
+        for t in self.core_tlbs(core).into_iter().flatten() {
             self.tlbs[t].flush(asid);
         }
     }
@@ -1462,12 +884,13 @@ impl Machine {
     /// TLB, L1 instruction TLB and second-level TLB (each if configured).
     pub fn core_tlbs(&self, core: CoreId) -> [Option<usize>; 3] {
         let ports = &self.cores[core.0 as usize];
-        [ports.dtlb, ports.itlb, ports.stlb]
+        let base = self.sockets[self.locate(core).0].tlb;
+        [ports.dtlb, ports.itlb, ports.stlb].map(|t| t.map(|t| base + t))
     }
 
     /// Log2 of the page size.
     pub fn page_shift(&self) -> u32 {
-        self.page_shift
+        self.k.page_shift
     }
 
     /// Put a translation back into the L1 data TLB of `core` (a mechanism
@@ -1476,17 +899,17 @@ impl Machine {
     /// miss or walk, nor seen by the attribution shadows. Returns false if
     /// the entry was already there or the core has no TLB.
     pub fn restore_tlb_entry(&mut self, core: CoreId, key: u64, frame: u64) -> bool {
-        let ports = self.cores[core.0 as usize];
-        let Some(l1) = ports.dtlb else { return false };
+        let [dtlb, _, stlb] = self.core_tlbs(core);
+        let Some(l1) = dtlb else { return false };
         if self.tlbs[l1].probe(key) {
             return false;
         }
-        if let (Some(s), true) = (ports.stlb, self.l2_victim_fill) {
+        if let (Some(s), true) = (stlb, self.k.l2_victim_fill) {
             // The levels are exclusive then, as after an L2 TLB hit.
             self.tlbs[s].remove(key);
         }
         let victim = self.tlbs[l1].insert(key, frame);
-        if let (Some((vkey, vframe)), Some(s), true) = (victim, ports.stlb, self.l2_victim_fill) {
+        if let (Some((vkey, vframe)), Some(s), true) = (victim, stlb, self.k.l2_victim_fill) {
             if !self.tlbs[s].probe(vkey) {
                 self.tlbs[s].insert(vkey, vframe);
             }
@@ -1568,6 +991,707 @@ impl Machine {
     /// Index of the cache with component path `path`.
     pub fn cache_index(&self, path: &str) -> Option<usize> {
         self.caches.iter().position(|c| c.path == path)
+    }
+}
+
+impl Part<'_> {
+    /// [`Machine::access_batch`] on the socket's core `c`.
+    fn access_batch(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        let mut tally = Tally::default();
+        let mut stall = 0u64;
+        let mut next = 0;
+        while next < batch.len() {
+            // Migration prefetches issue between references, one at a time.
+            let draining = !self.migration_queues[c].lines.is_empty();
+            // A run pays for its setup over a few references: not worth it
+            // for a lone data reference between instruction fetches.
+            let fetch = |i: usize| batch.get(i).is_some_and(|a| a.kind == AccessKind::Ifetch);
+            if self.k.shortcuts && !draining && !fetch(next) && !fetch(next + 1) {
+                let (hits, cycles, stop) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
+                next += hits;
+                stall += cycles;
+                if next == batch.len() {
+                    break;
+                }
+                if let Some(latency) = self.resume(c, task, asid, &batch[next], stop, &mut tally) {
+                    stall += latency as u64;
+                    next += 1;
+                    continue;
+                }
+            }
+            let a = &batch[next];
+            let req = Req { kind: a.kind.into(), pc: a.pc, task };
+            let first = a.addr.0 >> self.k.line_shift;
+            let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.k.line_shift;
+            let latency = if first == last {
+                self.access_one(c, &req, asid, a.addr.0, first, &mut tally)
+            } else {
+                self.access_split(c, &req, asid, a)
+            };
+            stall += latency as u64;
+            if draining {
+                self.drain_migration_queue(c, a.instrs as f64 * self.k.base_cpi + latency as f64);
+            }
+            next += 1;
+        }
+        self.credit(c, task, &tally);
+        self.notebook.pass();
+        let stats = &mut self.tasks[task.0 as usize];
+        stats.accesses += batch.len() as u64;
+        stats.instructions += batch.iter().map(|a| a.instrs as u64).sum::<u64>();
+        stats.stall_cycles += stall;
+        stall
+    }
+
+    /// Add the hits the shortcuts tallied to the L1 caches, the L1 TLBs and the task.
+    fn credit(&mut self, c: usize, task: TaskId, tally: &Tally) {
+        let ports = self.cores[c];
+        let stats = &mut self.tasks[task.0 as usize];
+        for kind in [ReqKind::Load, ReqKind::Store, ReqKind::Ifetch] {
+            let n = tally.l1[(kind == ReqKind::Ifetch) as usize][kind as usize];
+            if n > 0 {
+                let l1 = ports.path(kind).at(0);
+                self.caches[l1].count_hits(kind, n);
+                stats.levels[self.cache_level[l1] as usize].hits[kind as usize] += n;
+            }
+        }
+        for (class, kind) in [(0, ReqKind::Load), (1, ReqKind::Ifetch)] {
+            if let (Some(t), n @ 1..) = (ports.l1_tlb(kind), tally.tlb[class]) {
+                self.tlbs[t].stats.hits += n;
+                stats.tlb.l1_hits += n;
+            }
+        }
+    }
+
+    /// The reference a run of L1 hits stopped at, taken up where the run
+    /// left it; `None` if the run knows nothing about it.
+    #[inline(always)]
+    fn resume(&mut self, c: usize, task: TaskId, asid: Asid, a: &Access, stop: Stop, tally: &mut Tally) -> Option<u32> {
+        let dtlb = self.cores[c].dtlb?;
+        let req = Req { kind: a.kind.into(), pc: a.pc, task };
+        let vline = a.addr.0 >> self.k.line_shift;
+        let (line, t, missed) = match stop {
+            Stop::Unknown => return None,
+            Stop::TlbMiss => {
+                self.tlbs[dtlb].count_miss();
+                let (frame, t) = self.translate_miss(c, dtlb, &req, asid, a.addr.0 >> self.k.page_shift);
+                (line_in_frame(frame, vline, self.k.page_shift, self.k.line_shift), t, false)
+            }
+            Stop::LineMiss(slot, line) => {
+                let tlb = &mut self.tlbs[dtlb];
+                tlb.touch(slot);
+                tally.tlb[0] += 1;
+                (line, tlb.latency_cycles, true)
+            }
+        };
+        self.memos[c][0] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
+        Some(t + self.access_line(c, line, &req, missed))
+    }
+
+    /// A reference within one line: the common case, kept short.
+    #[inline(always)]
+    fn access_one(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> u32 {
+        let fast = if self.k.shortcuts {
+            if let Some(latency) = self.repeat(c, req, asid, vline, tally) {
+                return latency;
+            }
+            self.l1_hit(c, req, asid, vaddr, vline, tally)
+        } else {
+            Fast::Untranslated
+        };
+        let (line, t) = match fast {
+            Fast::Hit(latency) => return latency,
+            Fast::Translated(line, t) => (line, t),
+            Fast::Untranslated => {
+                let (paddr, t) = self.translate(c, req, asid, vaddr);
+                (LineAddr(paddr >> self.k.line_shift), t)
+            }
+        };
+        self.memos[c][(req.kind == ReqKind::Ifetch) as usize] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
+        t + self.access_line(c, line, req, false)
+    }
+
+    /// A reference that crosses line (and maybe page) boundaries.
+    fn access_split(&mut self, c: usize, req: &Req, asid: Asid, a: &Access) -> u32 {
+        let first = a.addr.0 >> self.k.line_shift;
+        let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.k.line_shift;
+        let mut worst = 0;
+        let mut page = (u64::MAX, 0, 0);
+        for vline in first..=last {
+            let vaddr = vline << self.k.line_shift;
+            if vaddr >> self.k.page_shift != page.0 {
+                let (paddr, t) = self.translate(c, req, asid, vaddr.max(a.addr.0));
+                page = (vaddr >> self.k.page_shift, paddr >> self.k.page_shift, t);
+            }
+            let line = line_in_frame(page.1, vline, self.k.page_shift, self.k.line_shift);
+            worst = worst.max(page.2 + self.access_line(c, line, req, false));
+        }
+        worst
+    }
+
+    /// The common case as a loop: data references within one line that hit
+    /// both the L1 DTLB and the L1 data cache, tallied, with both arrays'
+    /// geometry held in registers. Stops before the first reference that
+    /// needs more (an instruction fetch, a line-crossing reference, a miss,
+    /// a write-through store), having changed nothing for it. Returns the
+    /// references it ran, their cycles and where it stopped.
+    #[inline(never)]
+    fn l1_run(
+        &mut self,
+        c: usize,
+        task: TaskId,
+        asid: Asid,
+        batch: &[Access],
+        tally: &mut Tally,
+    ) -> (usize, u64, Stop) {
+        const NONE: (usize, u64, Stop) = (0, 0, Stop::Unknown);
+        let Part { cores, tlbs, caches, memos, k, .. } = self;
+        let (page_shift, line_shift) = (&k.page_shift, &k.line_shift);
+        let ports = &cores[c];
+        let Some(dtlb) = ports.dtlb else { return NONE };
+        if ports.data.len == 0 {
+            return NONE;
+        }
+        let (Some(tlb), Some(l1)) = (tlbs[dtlb].hit_run(), caches[ports.data.at(0)].hit_run()) else {
+            return NONE;
+        };
+        let run = HitRunCtx { task, asid, page_shift: *page_shift, line_shift: *line_shift };
+        let n = batch.len();
+        // LRU in both (the common machine) gets a body with the clocks in
+        // registers; any other policy dispatches on its kind at every hit.
+        let (ran, memo, cycles, stop) = if tlb.lends_stamps(n) && l1.lends_stamps(n) {
+            // Sets that fill their fingerprint vectors exactly (no padding
+            // ways) get a body with the geometry as constants: the presets'
+            // 4-way L1 TLBs and 4-, 8- and 12-way L1Ds.
+            let strides = match (tlb.stride(), l1.stride()) {
+                (t, l) if t == tlb.ways() && l == l1.ways() => (t, l),
+                _ => (0, 0),
+            };
+            let (Some(tlb), Some(l1)) = (tlb.lru(n), l1.lru(n)) else { return NONE };
+            match strides {
+                (4, 4) => run.hits::<_, _, 4, 4>(tlb, l1, batch, tally),
+                (4, 8) => run.hits::<_, _, 4, 8>(tlb, l1, batch, tally),
+                (4, 12) => run.hits::<_, _, 4, 12>(tlb, l1, batch, tally),
+                _ => run.hits::<_, _, 0, 0>(tlb, l1, batch, tally),
+            }
+        } else {
+            run.hits::<_, _, 0, 0>(tlb, l1, batch, tally)
+        };
+        if ran > 0 {
+            memos[c][0] = memo;
+        }
+        (ran, cycles, stop)
+    }
+
+    /// The common case in one body: the L1 TLB and the L1 cache both hit
+    /// (tallied). On an L1 TLB hit whose line misses the L1 cache, the TLB
+    /// hit is tallied and the line handed back, so the general path does not
+    /// look the TLB up again; on an L1 TLB miss nothing has changed.
+    #[inline(always)]
+    fn l1_hit(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64, vline: u64, tally: &mut Tally) -> Fast {
+        // Borrow the fields apart: one body, no re-indexing through `self`.
+        let Part { cores, tlbs, caches, memos, k, .. } = self;
+        let (page_shift, line_shift) = (&k.page_shift, &k.line_shift);
+        let ports = &cores[c];
+        let class = (req.kind == ReqKind::Ifetch) as usize;
+        let Some(t) = ports.l1_tlb(req.kind) else { return Fast::Untranslated };
+        let tlb = &mut tlbs[t];
+        let Some(tslot) = tlb.find(tlb::key(asid, vaddr >> *page_shift)) else { return Fast::Untranslated };
+        let frame = tlb.touch(tslot);
+        tally.tlb[class] += 1;
+        let line = line_in_frame(frame, vline, *page_shift, *line_shift);
+        let cache = &mut caches[ports.path(req.kind).at(0)];
+        let slot = match cache.find(line) {
+            Some(slot) if cache.write_back || req.kind != ReqKind::Store => slot,
+            _ => return Fast::Translated(line, tlb.latency_cycles),
+        };
+        cache.touch_hit(slot, req);
+        tally.l1[class][req.kind as usize] += 1;
+        memos[c][class] = Memo { vline: vline + 1, asid: asid.0, pline: line.0 };
+        Fast::Hit(tlb.latency_cycles + cache.latency_cycles)
+    }
+
+    /// The shortcut for a reference to the line the core referenced last
+    /// (7 of 8 references of a sequential 8-byte walk): if the translation is
+    /// still the L1 TLB's most recent entry and the line the L1 cache's most
+    /// recent one, and the policies say a repeated hit changes nothing, tally
+    /// the hits without any lookup. Returns `None` to take the full path.
+    #[inline(always)]
+    fn repeat(&mut self, c: usize, req: &Req, asid: Asid, vline: u64, tally: &mut Tally) -> Option<u32> {
+        let class = (req.kind == ReqKind::Ifetch) as usize;
+        let memo = self.memos[c][class];
+        if memo.vline != vline + 1 || memo.asid != asid.0 {
+            return None;
+        }
+        let ports = &self.cores[c];
+        let l1 = &mut self.caches[ports.path(req.kind).at(0)];
+        if !l1.write_back && req.kind == ReqKind::Store {
+            return None;
+        }
+        let mut latency = l1.latency_cycles;
+        let tlb = ports.l1_tlb(req.kind).map(|t| &self.tlbs[t]);
+        if let Some(tlb) = tlb {
+            let key = tlb::key(asid, (vline << self.k.line_shift) >> self.k.page_shift);
+            if !tlb.rehit_possible(key) {
+                return None;
+            }
+            latency += tlb.latency_cycles;
+        }
+        if !l1.rehit(LineAddr(memo.pline), req.kind) {
+            return None;
+        }
+        tally.tlb[class] += tlb.is_some() as u64;
+        tally.l1[class][req.kind as usize] += 1;
+        Some(latency)
+    }
+
+    /// Translate a virtual address; returns the physical address and the
+    /// cycles translation cost. An L1 TLB hit is handled here; the rest in
+    /// [`Machine::translate_miss`].
+    #[inline(always)]
+    fn translate(&mut self, c: usize, req: &Req, asid: Asid, vaddr: u64) -> (u64, u32) {
+        let vpn = vaddr >> self.k.page_shift;
+        let offset = vaddr & ((1 << self.k.page_shift) - 1);
+        let Some(l1) = self.cores[c].l1_tlb(req.kind) else {
+            let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
+            return ((frame << self.k.page_shift) | offset, 0);
+        };
+        let key = tlb::key(asid, vpn);
+        let (frame, latency) = match self.tlbs[l1].lookup(key) {
+            Some(frame) => {
+                self.tasks[req.task.0 as usize].tlb.l1_hits += 1;
+                if self.notebook.covers_tlb(0) {
+                    self.notebook.note(Note::Tlb { i: 0, task: req.task, kind: req.kind, key, hit: true, stays: true });
+                }
+                (frame, self.tlbs[l1].latency_cycles)
+            }
+            None => self.translate_miss(c, l1, req, asid, vpn),
+        };
+        ((frame << self.k.page_shift) | offset, latency)
+    }
+
+    /// After an L1 TLB miss: the L2 TLB, else a page walk; fills the TLBs.
+    /// Returns the frame and the cycles.
+    #[inline(never)]
+    fn translate_miss(&mut self, c: usize, l1: usize, req: &Req, asid: Asid, vpn: u64) -> (u64, u32) {
+        let key = tlb::key(asid, vpn);
+        let task = req.task.0 as usize;
+        let stlb = self.cores[c].stlb;
+        // The L2 TLB's set and the page table are read next and may be cold
+        // in the host's caches: start all their host misses at once.
+        if let Some(s) = stlb {
+            self.tlbs[s].prefetch(key);
+        }
+        self.page_table.prefetch(asid, vpn);
+        self.tasks[task].tlb.l1_misses += 1;
+        let victim_fill = self.k.l2_victim_fill;
+        let mut observe = |i: usize, hit: bool, stays: bool| {
+            if self.notebook.covers_tlb(i) {
+                self.notebook.note(Note::Tlb { i: i as u8, task: req.task, kind: req.kind, key, hit, stays });
+            }
+        };
+        observe(0, false, true);
+        let (frame, latency) = match stlb.map(|s| (s, self.tlbs[s].lookup(key))) {
+            Some((s, Some(frame))) => {
+                observe(1, true, !victim_fill);
+                self.tasks[task].tlb.l2_hits += 1;
+                if victim_fill {
+                    self.tlbs[s].remove(key);
+                }
+                (frame, self.tlbs[s].latency_cycles)
+            }
+            found => {
+                if found.is_some() {
+                    observe(1, false, !victim_fill);
+                    self.tasks[task].tlb.l2_misses += 1;
+                }
+                let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
+                let cycles = self.walk_cost(c, req, asid, vpn);
+                let t = &mut self.tasks[task].tlb;
+                t.walks += 1;
+                t.walk_cycles += cycles as u64;
+                if let (Some(s), false) = (stlb, victim_fill) {
+                    self.tlbs[s].insert(key, frame);
+                    self.place_tlb(1, req.task, key);
+                }
+                (frame, cycles)
+            }
+        };
+        let victim = self.tlbs[l1].insert(key, frame);
+        self.place_tlb(0, req.task, key);
+        if let (Some((vkey, vframe)), Some(s), true) = (victim, stlb, victim_fill) {
+            if !self.tlbs[s].probe(vkey) {
+                self.tlbs[s].insert(vkey, vframe);
+            }
+            // The victim is this task's if its asid is (threads share one).
+            if tlb::asid_of(vkey) == asid {
+                self.place_tlb(1, req.task, vkey);
+            }
+        }
+        (frame, latency)
+    }
+
+    /// Mirror a TLB insert in `task`'s shadow of TLB level `i`.
+    #[inline]
+    fn place_tlb(&mut self, i: usize, task: TaskId, key: u64) {
+        if self.notebook.covers_tlb(i) {
+            self.notebook.note(Note::PlaceTlb { i: i as u8, task, key });
+        }
+    }
+
+    /// Mirror a cache fill in `req.task`'s shadow of cache `c`'s level.
+    #[inline]
+    fn place(&mut self, c: usize, req: &Req, line: LineAddr) {
+        let level = self.cache_level[c];
+        if self.notebook.covers(level) {
+            self.notebook.note(Note::Place { level, req: *req, line });
+        }
+        if let Some(atd) = self.atd.as_deref_mut() {
+            atd.fill(self.cache_base + c, self.caches[c].last_slot());
+        }
+    }
+
+    /// Cycles of a page walk: fixed, or the page-table entry reads through
+    /// the core's data caches plus the fixed overhead.
+    fn walk_cost(&mut self, c: usize, req: &Req, asid: Asid, vpn: u64) -> u32 {
+        match self.k.walk {
+            WalkModel::Fixed => self.k.walk_latency,
+            WalkModel::Radix => {
+                let walk = Req { kind: ReqKind::Walk, pc: req.pc, task: req.task };
+                let mut cycles = self.k.walk_latency;
+                for level in 0..self.k.radix_levels {
+                    let pte = self.page_table.entry_addr(asid, vpn, level, self.k.radix_levels, self.cores[c].node);
+                    cycles += self.access_line(c, LineAddr(pte >> self.k.line_shift), &walk, false);
+                }
+                cycles
+            }
+        }
+    }
+
+    /// Home node of a physical line.
+    #[inline]
+    fn node_of(&self, line: LineAddr) -> u32 {
+        let frame = line.0 >> (self.k.page_shift - self.k.line_shift);
+        ((frame / self.k.frames_per_node) as u32).min(self.k.nodes - 1)
+    }
+
+    /// One line through the hierarchy; returns the latency of the level that served it.
+    #[inline(always)]
+    fn access_line(&mut self, c: usize, line: LineAddr, req: &Req, missed: bool) -> u32 {
+        let path = *self.cores[c].path(req.kind);
+        let node = self.cores[c].node;
+        let (served, _) =
+            if missed { self.miss_at(&path, 0, line, req, node) } else { self.lookup(&path, 0, line, req, node) };
+        let top = &self.caches[path.at(0)];
+        let writes_through = !top.write_back || !top.write_allocate;
+        if writes_through && req.kind == ReqKind::Store && (!top.write_back || !top.contains(line)) {
+            // Write-through, or a store that did not allocate: the data goes down.
+            self.write_down(&path, 1, line, req.task, true, req.task);
+        }
+        if served < path.len as usize {
+            self.caches[path.at(served)].latency_cycles
+        } else if self.node_of(line) == node {
+            self.k.local_latency
+        } else {
+            self.k.remote_latency
+        }
+    }
+
+    /// Look `line` up at level `i` of `path` and below; returns the index of
+    /// the level that served it (`path.len` for memory) and whether the line
+    /// arrives dirty (given up by an exclusive level).
+    #[inline(always)]
+    fn lookup(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
+        let c = path.at(i);
+        let Some(slot) = self.caches[c].find(line) else {
+            return self.miss_at(path, i, line, req, node);
+        };
+        self.caches[c].hit(slot, req);
+        if req.kind.is_demand() {
+            self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
+            if self.caches[c].tracks_use() {
+                self.caches[c].use_marked(slot);
+            }
+            if let Some(atd) = self.atd.as_deref_mut() {
+                atd.hit(self.cache_base + c, slot, self.caches[c].owner_at(slot));
+            }
+            if self.prefetchers[c].is_some() {
+                self.prefetch(path, i, line, req, true, node);
+            }
+        }
+        let leaves = i > 0 && self.caches[c].inclusion == Inclusion::Exclusive;
+        let level = self.cache_level[c];
+        if self.notebook.covers(level) {
+            self.notebook.note(Note::Hit { level, req: *req, line, stays: !leaves });
+        }
+        if leaves {
+            return (i, self.caches[c].take(slot).dirty);
+        }
+        (i, false)
+    }
+
+    /// `line` missed at level `i` of `path`: count it, fetch it from below,
+    /// and place it here unless this level is exclusive.
+    #[inline(never)]
+    fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
+        let c = path.at(i);
+        if i == 0 {
+            // The levels below are searched next: have the host bring their
+            // sets closer now, so that their host cache misses overlap.
+            for below in 1..path.len as usize {
+                self.caches[path.at(below)].prefetch(line);
+            }
+        }
+        // And the set that this level's dirty victim will be written back to.
+        if i + 1 < path.len as usize {
+            if let Some(victim) = self.caches[c].dirty_victim(line) {
+                self.caches[path.at(i + 1)].prefetch(victim);
+            }
+        }
+        self.caches[c].count_miss(line, req);
+        let stays = i == 0 || self.caches[c].inclusion != Inclusion::Exclusive;
+        let level = self.cache_level[c];
+        self.notebook.note(Note::Miss { cache: (self.cache_base + c) as u32, level, req: *req, line, stays });
+        let allocates = !(i == 0 && req.kind == ReqKind::Store && !self.caches[c].write_allocate);
+        let (served, carried) = if !allocates {
+            (0, false)
+        } else if i + 1 < path.len as usize {
+            self.lookup(path, i + 1, line, req, node)
+        } else {
+            self.memory_read(line, req, node);
+            (path.len as usize, false)
+        };
+        if req.kind.is_demand() {
+            self.tasks[req.task.0 as usize].levels[level as usize].misses[req.kind as usize] += 1;
+        }
+        if !allocates {
+            return (0, false);
+        }
+        if i > 0 && self.caches[c].inclusion == Inclusion::Exclusive {
+            return (served, carried);
+        }
+        let dirty = carried || (i == 0 && req.kind == ReqKind::Store);
+        let filled = self.caches[c].fill(line, dirty, req);
+        if let Filled::Placed(_) = filled {
+            self.place(c, req, line);
+        }
+        match filled {
+            Filled::Placed(Some(victim)) => self.evicted(path, i, victim, req.task),
+            Filled::Placed(None) => {}
+            Filled::Bypassed if dirty => self.write_down(path, i + 1, line, req.task, false, req.task),
+            Filled::Bypassed => {}
+        }
+        if req.kind.is_demand() && self.prefetchers[c].is_some() {
+            self.prefetch(path, i, line, req, false, node);
+        }
+        (served, false)
+    }
+
+    /// Show a demand reference to `line` at level `i` of `path` to the
+    /// level's prefetcher, and fetch what it proposes that is not already
+    /// there, through the levels below, as prefetch requests (no cycles).
+    #[inline(never)]
+    fn prefetch(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, hit: bool, node: u32) {
+        let c = path.at(i);
+        let Some(prefetcher) = self.prefetchers[c].as_mut() else { return };
+        let mut proposals = Proposals::new(line, self.k.page_shift - self.k.line_shift);
+        prefetcher.observe(&Observed { line, pc: req.pc, hit }, &mut proposals);
+        let fetch = Req { kind: ReqKind::Prefetch, pc: req.pc, task: req.task };
+        for &proposed in proposals.lines() {
+            if self.caches[c].contains(proposed) {
+                self.caches[c].count_hits(ReqKind::Prefetch, 1);
+            } else {
+                self.miss_at(path, i, proposed, &fetch, node);
+                self.caches[c].mark_prefetched(proposed);
+            }
+        }
+    }
+
+    fn memory_read(&mut self, line: LineAddr, req: &Req, node: u32) {
+        let home = self.node_of(line);
+        self.nodes[home as usize].reads += 1;
+        if req.kind.is_demand() {
+            let t = &mut self.tasks[req.task.0 as usize];
+            if home == node {
+                t.memory_local += 1;
+            } else {
+                t.memory_remote += 1;
+            }
+        }
+    }
+
+    /// A line left level `i` of `path` to make room for a request of task
+    /// `by`: clean the levels above if this one is inclusive, then pass it down.
+    fn evicted(&mut self, path: &Path, i: usize, mut victim: Evicted, by: TaskId) {
+        self.clean_above(path.at(i), &mut victim, by);
+        let next = i + 1;
+        if next < path.len as usize && self.caches[path.at(next)].inclusion == Inclusion::Exclusive {
+            self.victim_fill(path, next, victim, by);
+        } else if victim.dirty {
+            self.write_down(path, next, victim.line, victim.owner, false, by);
+        }
+    }
+
+    /// A line leaves cache `c` because of task `by` (`TaskId::NONE`: a
+    /// flush): if `c` is inclusive, remove it from every cache above
+    /// (back-invalidation); dirty data found there goes down with the
+    /// victim. A task's shadow loses the line too when the task itself
+    /// caused the eviction, as it would have alone.
+    fn clean_above(&mut self, c: usize, victim: &mut Evicted, by: TaskId) {
+        if self.caches[c].inclusion != Inclusion::Inclusive {
+            return;
+        }
+        for u in 0..self.uppers[c].len() {
+            let upper = self.uppers[c][u];
+            if let Some(copy) = self.caches[upper].back_invalidate(victim.line) {
+                victim.dirty |= copy.dirty;
+                let level = self.cache_level[upper];
+                if self.notebook.covers(level) && copy.owner == by {
+                    self.notebook.note(Note::Invalidate { level, task: by, line: victim.line });
+                }
+            }
+        }
+    }
+
+    /// Place the victim of the level above in exclusive level `i`.
+    fn victim_fill(&mut self, path: &Path, i: usize, victim: Evicted, by: TaskId) {
+        let c = path.at(i);
+        let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: victim.owner };
+        if let Some(slot) = self.caches[c].find(victim.line) {
+            if victim.dirty {
+                self.caches[c].writeback_hit(slot);
+            }
+            return;
+        }
+        self.notebook.note(Note::Seen { cache: (self.cache_base + c) as u32, line: victim.line });
+        let filled = self.caches[c].fill(victim.line, victim.dirty, &req);
+        if let Filled::Placed(_) = filled {
+            self.place(c, &req, victim.line);
+        }
+        match filled {
+            Filled::Placed(Some(next)) => self.evicted(path, i, next, by),
+            Filled::Placed(None) => {}
+            Filled::Bypassed if victim.dirty => self.write_down(path, i + 1, victim.line, victim.owner, false, by),
+            Filled::Bypassed => {}
+        }
+    }
+
+    /// Dirty data of `line` arrives at level `i` from above (`i == path.len`:
+    /// memory). A write-back level keeps it (allocating on a miss); a
+    /// write-through level passes it on. `through` marks a store written
+    /// through while the line may stay above: an exclusive level must not
+    /// take a copy of it then, and passes it on too. `by` is the task whose
+    /// request (or `TaskId::NONE`: flush) sent it down.
+    fn write_down(&mut self, path: &Path, i: usize, line: LineAddr, owner: TaskId, through: bool, by: TaskId) {
+        if i >= path.len as usize {
+            let home = self.node_of(line);
+            self.nodes[home as usize].writes += 1;
+            return;
+        }
+        let c = path.at(i);
+        let req = Req { kind: ReqKind::Writeback, pc: VirtAddr(0), task: owner };
+        if let Some(slot) = self.caches[c].find(line) {
+            self.caches[c].writeback_hit(slot);
+            if !self.caches[c].write_back {
+                self.write_down(path, i + 1, line, owner, through, by);
+            }
+            return;
+        }
+        self.caches[c].count_miss(line, &req);
+        self.notebook.note(Note::Seen { cache: (self.cache_base + c) as u32, line });
+        let exclusive = self.caches[c].inclusion == Inclusion::Exclusive;
+        if !self.caches[c].write_back || (through && exclusive) {
+            return self.write_down(path, i + 1, line, owner, through, by);
+        }
+        let filled = self.caches[c].fill(line, true, &req);
+        if let Filled::Placed(_) = filled {
+            self.place(c, &req, line);
+        }
+        match filled {
+            Filled::Placed(Some(victim)) => self.evicted(path, i, victim, by),
+            Filled::Placed(None) => {}
+            Filled::Bypassed => self.write_down(path, i + 1, line, owner, through, by),
+        }
+    }
+
+    fn flush_at(&mut self, path: &Path, i: usize, scope: Scope, write_back: bool) {
+        let c = path.at(i);
+        let mut removed = std::mem::take(self.scratch);
+        removed.clear();
+        self.caches[c].remove(scope, &mut removed);
+        for mut victim in removed.drain(..) {
+            self.clean_above(c, &mut victim, TaskId::NONE);
+            if write_back && victim.dirty {
+                self.caches[c].stats.dirty_evictions += 1;
+                self.write_down(path, i + 1, victim.line, victim.owner, false, TaskId::NONE);
+            }
+        }
+        *self.scratch = removed;
+    }
+
+    /// `cycles` passed on core `c`: issue the migration prefetches they
+    /// allow into its L2, through the levels below; a line already present
+    /// is dropped.
+    #[inline(never)]
+    fn drain_migration_queue(&mut self, c: usize, cycles: f64) {
+        let Some((path, i)) = self.private_level(c, Level::L2) else {
+            self.migration_queues[c].lines.clear();
+            return;
+        };
+        let l2 = path.at(i);
+        let node = self.cores[c].node;
+        let q = &mut self.migration_queues[c];
+        q.credit += cycles * q.per_cycle;
+        while self.migration_queues[c].credit >= 1.0 {
+            let Some((line, task)) = self.migration_queues[c].lines.pop_front() else { break };
+            self.migration_queues[c].credit -= 1.0;
+            if self.caches[l2].contains(line) {
+                self.caches[l2].stats.migrated_dropped += 1;
+                continue;
+            }
+            let fetch = Req { kind: ReqKind::Prefetch, pc: VirtAddr(0), task };
+            self.miss_at(&path, i, line, &fetch, node);
+            self.caches[l2].mark_migrated(line);
+        }
+        if self.migration_queues[c].lines.is_empty() {
+            self.migration_queues[c].credit = 0.0;
+        }
+    }
+
+    /// Path and position of core `c`'s private cache of `level`, if it has one.
+    fn private_level(&self, c: usize, level: Level) -> Option<(Path, usize)> {
+        let path = self.cores[c].data;
+        (0..path.len as usize).find(|&i| self.cache_level[path.at(i)] == level).map(|i| (path, i))
+    }
+
+    /// Flush core `c`'s private caches whose level `which` picks.
+    fn flush_private(&mut self, c: usize, which: impl Fn(Level) -> bool, scope: Scope, write_back: bool) {
+        let ports = self.cores[c];
+        for path in [ports.instr, ports.data] {
+            for i in 0..path.len as usize {
+                if which(self.cache_level[path.at(i)]) {
+                    self.flush_at(&path, i, scope, write_back);
+                }
+            }
+        }
+    }
+
+    /// [`Machine::install`] on the socket's core `c`.
+    fn install(&mut self, c: usize, level: Level, line: LineAddr, task: TaskId) -> bool {
+        let Some((path, i)) = self.private_level(c, level) else { return false };
+        let c = path.at(i);
+        if self.caches[c].contains(line) {
+            self.caches[c].stats.migrated_dropped += 1;
+            return false;
+        }
+        let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task };
+        self.notebook.note(Note::Seen { cache: (self.cache_base + c) as u32, line });
+        let filled = self.caches[c].fill(line, false, &req);
+        if let Filled::Placed(Some(victim)) = filled {
+            self.evicted(&path, i, victim, task);
+        }
+        self.caches[c].mark_migrated(line);
+        filled != Filled::Bypassed
     }
 }
 

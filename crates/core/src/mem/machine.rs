@@ -413,8 +413,9 @@ struct Constants {
 
 /// One socket of the machine, with what its references update: its caches,
 /// TLBs and cores (indexed from the socket's first), and the counters,
-/// page tables and notes they share with the other sockets.
-struct Part<'m> {
+/// page tables and notes they share with the other sockets (the machine's
+/// own, or a [`Share`] of them while the sockets run on separate threads).
+pub struct Part<'m> {
     caches: &'m mut [Cache],
     cache_level: &'m [Level],
     uppers: &'m [Vec<usize>],
@@ -426,6 +427,8 @@ struct Part<'m> {
     /// The machine's index of `caches[0]`: notes and the tag directory
     /// name caches by it.
     cache_base: usize,
+    /// The machine's number of `cores[0]`.
+    first_core: usize,
     tasks: &'m mut [TaskStats],
     nodes: &'m mut [NodeStats],
     page_table: &'m mut PageTable,
@@ -443,6 +446,17 @@ struct MigrationQueue {
     per_cycle: f64,
     /// Prefetches the elapsed cycles allow but not yet issued (below 1).
     credit: f64,
+}
+
+/// What a socket simulated on a thread of its own updates that sockets
+/// otherwise share ([`Machine::share_out`]): copies of the task and node
+/// counters, the address spaces of its tasks, and a pad for its notes.
+pub struct Share {
+    tasks: Vec<TaskStats>,
+    nodes: Vec<NodeStats>,
+    page_table: PageTable,
+    notebook: Notebook,
+    scratch: Vec<Evicted>,
 }
 
 impl Machine {
@@ -799,6 +813,7 @@ impl Machine {
         let (caches, tlbs, cores) = self.ranges(socket);
         Part {
             cache_base: caches.start,
+            first_core: cores.start,
             caches: &mut self.caches[caches.clone()],
             cache_level: &self.cache_level[caches.clone()],
             uppers: &self.uppers[caches.clone()],
@@ -814,6 +829,87 @@ impl Machine {
             atd: self.atd.as_deref_mut(),
             scratch: &mut self.scratch,
             k: &self.k,
+        }
+    }
+
+    /// The address space (an index into the page tables) of `asid`.
+    pub fn space_of(&self, asid: Asid) -> usize {
+        self.page_table.space_of(asid)
+    }
+
+    /// Whether every reference can run in its socket's part alone, so that
+    /// sockets may run on separate threads: no switch-miss tag directory
+    /// (it spans the LLCs) and no attributed level (a write-back carries
+    /// its owner's shadow across sockets, and shadows depend on order).
+    pub fn sockets_apart(&self) -> bool {
+        self.atd.is_none() && self.notebook.coverage() == Default::default()
+    }
+
+    /// Shares for running the sockets on separate threads, socket `s` using
+    /// address spaces `spaces[s]` only (no space in two sockets' lists).
+    /// Until [`Machine::take_back`], those spaces are out of the machine.
+    pub fn share_out(&mut self, spaces: &[Vec<usize>]) -> Vec<Share> {
+        debug_assert!(self.sockets_apart());
+        spaces
+            .iter()
+            .map(|spaces| Share {
+                tasks: self.tasks.clone(),
+                nodes: self.nodes.iter().map(|n| NodeStats { node: n.node, ..NodeStats::default() }).collect(),
+                page_table: self.page_table.lend(spaces),
+                notebook: self.notebook.pad(),
+                scratch: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Every socket's part, over its share, to run on a thread of its own.
+    pub fn parts<'m>(&'m mut self, shares: &'m mut [Share]) -> Vec<Part<'m>> {
+        let ranges: Vec<_> = (0..self.sockets.len()).map(|s| self.ranges(s)).collect();
+        let mut caches = carve(&mut self.caches, ranges.iter().map(|r| r.0.len()));
+        let mut prefetchers = carve(&mut self.prefetchers, ranges.iter().map(|r| r.0.len()));
+        let mut tlbs = carve(&mut self.tlbs, ranges.iter().map(|r| r.1.len()));
+        let mut memos = carve(&mut self.memos, ranges.iter().map(|r| r.2.len()));
+        let mut queues = carve(&mut self.migration_queues, ranges.iter().map(|r| r.2.len()));
+        let (cache_level, uppers, cores, k) = (&self.cache_level, &self.uppers, &self.cores, &self.k);
+        shares
+            .iter_mut()
+            .zip(ranges)
+            .map(|(share, (c, _, cores_of))| Part {
+                cache_base: c.start,
+                first_core: cores_of.start,
+                caches: caches.next().expect("a slice per socket"),
+                cache_level: &cache_level[c.clone()],
+                uppers: &uppers[c],
+                prefetchers: prefetchers.next().expect("a slice per socket"),
+                tlbs: tlbs.next().expect("a slice per socket"),
+                cores: &cores[cores_of],
+                memos: memos.next().expect("a slice per socket"),
+                migration_queues: queues.next().expect("a slice per socket"),
+                tasks: &mut share.tasks,
+                nodes: &mut share.nodes,
+                page_table: &mut share.page_table,
+                notebook: &mut share.notebook,
+                atd: None,
+                scratch: &mut share.scratch,
+                k,
+            })
+            .collect()
+    }
+
+    /// Put back what [`Machine::share_out`] handed out, socket `s` having run
+    /// tasks `tasks[s]`: their counters, the node counters added up, the
+    /// address spaces, and the notes (in socket order).
+    pub fn take_back(&mut self, shares: Vec<Share>, tasks: &[Vec<usize>]) {
+        for (share, tasks) in shares.into_iter().zip(tasks) {
+            for &t in tasks {
+                self.tasks[t] = share.tasks[t].clone();
+            }
+            for (home, n) in self.nodes.iter_mut().zip(&share.nodes) {
+                home.reads += n.reads;
+                home.writes += n.writes;
+            }
+            self.page_table.take_back(share.page_table);
+            self.notebook.absorb(share.notebook);
         }
     }
 
@@ -995,6 +1091,16 @@ impl Machine {
 }
 
 impl Part<'_> {
+    /// [`Machine::access_batch`], for a core of this socket.
+    pub fn run(&mut self, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        self.access_batch(core.0 as usize - self.first_core, task, asid, batch)
+    }
+
+    /// The counters of `task`.
+    pub fn task(&self, task: TaskId) -> &TaskStats {
+        &self.tasks[task.0 as usize]
+    }
+
     /// [`Machine::access_batch`] on the socket's core `c`.
     fn access_batch(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
         let mut tally = Tally::default();
@@ -1693,6 +1799,17 @@ impl Part<'_> {
         self.caches[c].mark_migrated(line);
         filled != Filled::Bypassed
     }
+}
+
+/// `slice` cut into consecutive pieces of the given lengths.
+fn carve<T>(mut slice: &mut [T], lengths: impl Iterator<Item = usize>) -> std::vec::IntoIter<&mut [T]> {
+    let mut pieces = Vec::new();
+    for n in lengths {
+        let (piece, rest) = std::mem::take(&mut slice).split_at_mut(n);
+        pieces.push(piece);
+        slice = rest;
+    }
+    pieces.into_iter()
 }
 
 /// The physical line of virtual line `vline` in its page's `frame`.

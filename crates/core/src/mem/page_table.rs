@@ -72,6 +72,10 @@ pub struct PageEntry {
 /// much for a page whose neighbours are never touched.
 const LEAF_PAGES: usize = 64;
 
+/// Why an address space must be here: the engine lends a socket only the
+/// address spaces of the tasks it runs.
+const LENT: &str = "an address space is used only where it is";
+
 /// Marks a leaf slot that holds an entry.
 const PRESENT: u64 = 1 << 63;
 
@@ -87,57 +91,80 @@ impl PageEntry {
     }
 }
 
-/// Hands out frames per node and address space.
+/// How frames are handed out per node and address space.
 #[derive(Debug, Clone)]
-struct FrameAllocator {
-    frames_per_node: u64,
+struct Frames {
+    per_node: u64,
     nodes: u32,
     /// Address spaces sharing each node (`A`).
-    spaces: u64,
-    /// Frames handed out, per node and address space (`node * A + space`).
-    used: Vec<u64>,
+    shares: u64,
     order: Option<Vec<Permutation>>,
 }
 
-impl FrameAllocator {
-    /// A frame for address space `space` on `node`, or on the next node
-    /// where its share has room; `None` when it has none left anywhere.
-    fn allocate(&mut self, node: u32, space: u64) -> Option<PageEntry> {
+impl Frames {
+    /// A frame for address space `space` (which has taken `used` frames of
+    /// each node) on `node`, or on the next node where its share has room;
+    /// `None` when it has none left anywhere.
+    fn allocate(&self, used: &mut [u64], node: u32, space: u64) -> Option<PageEntry> {
         (0..self.nodes).map(|i| (node + i) % self.nodes).find_map(|n| {
-            let used = &mut self.used[(n as u64 * self.spaces + space) as usize];
-            let index = *used * self.spaces + space;
-            if index >= self.frames_per_node {
+            let used = &mut used[n as usize];
+            let index = *used * self.shares + space;
+            if index >= self.per_node {
                 return None;
             }
             *used += 1;
             let within = self.order.as_ref().map_or(index, |perms| perms[n as usize].apply(index));
-            Some(PageEntry { frame: n as u64 * self.frames_per_node + within, node: n })
+            Some(PageEntry { frame: n as u64 * self.per_node + within, node: n })
         })
-    }
-
-    /// Frames handed out on `node`.
-    fn used_on(&self, node: u32) -> u64 {
-        let start = (node as u64 * self.spaces) as usize;
-        self.used.get(start..start + self.spaces as usize).map_or(0, |u| u.iter().sum())
     }
 }
 
-/// Every address space's page table, with the frame allocator they share.
+/// One address space's page table: its entries, its page-table pages, and
+/// the frames it has taken from each node.
 #[derive(Debug, Clone)]
-pub struct PageTable {
-    page_shift: u32,
-    placement: Placement,
-    identity: bool,
-    nodes: u32,
-    /// Per (asid, virtual page / [`LEAF_PAGES`]): the leaf's index.
+struct Space {
+    /// Per (asid, virtual page / [`LEAF_PAGES`]): the leaf's index (the
+    /// asid is in the key because asids the machine was not told about
+    /// share the first space).
     leaves: U64Map,
     /// The leaves' slots, [`LEAF_PAGES`] per leaf: an entry packed by
     /// [`PageEntry::pack`], or 0.
     entries: Vec<u64>,
     /// Per (asid, radix level, prefix): the frame of that page-table page.
     tables: U64Map,
-    alloc: FrameAllocator,
-    /// Address space of each asid (index into the allocator's shares).
+    /// Frames handed out, per node.
+    used: Vec<u64>,
+}
+
+impl Space {
+    fn new(nodes: u32) -> Space {
+        Space {
+            leaves: U64Map::default(),
+            entries: Vec::new(),
+            tables: U64Map::default(),
+            used: vec![0; nodes as usize],
+        }
+    }
+
+    /// The slot of a page's entry (`key` from [`super::tlb::key`]), if its
+    /// leaf exists.
+    #[inline(always)]
+    fn slot(&self, key: u64) -> Option<usize> {
+        let leaf = self.leaves.get(key / LEAF_PAGES as u64)?;
+        Some(leaf as usize * LEAF_PAGES + key as usize % LEAF_PAGES)
+    }
+}
+
+/// Every address space's page table, with the frames they share.
+#[derive(Debug, Clone)]
+pub struct PageTable {
+    page_shift: u32,
+    placement: Placement,
+    identity: bool,
+    frames: Frames,
+    /// Per address space; `None` while lent out ([`PageTable::lend`]).
+    spaces: Vec<Option<Space>>,
+    /// Address space of each asid (index into `spaces`).
     space_of: Vec<u32>,
     /// Set when an allocation found every node full.
     pub exhausted: bool,
@@ -162,11 +189,8 @@ impl PageTable {
             page_shift,
             placement,
             identity: allocation == FrameAllocation::Identity,
-            nodes,
-            leaves: U64Map::default(),
-            entries: Vec::new(),
-            tables: U64Map::default(),
-            alloc: FrameAllocator { frames_per_node, nodes, spaces: 1, used: vec![0; nodes as usize], order },
+            frames: Frames { per_node: frames_per_node, nodes, shares: 1, order },
+            spaces: vec![Some(Space::new(nodes))],
             space_of: Vec::new(),
             exhausted: false,
         }
@@ -181,7 +205,7 @@ impl PageTable {
     /// module docs). Asids not listed share the first one's. Call before the
     /// first translation; later calls are ignored.
     pub fn set_address_spaces(&mut self, asids: &[Asid]) {
-        if self.alloc.used.iter().any(|&u| u > 0) {
+        if self.spaces.iter().flatten().any(|s| s.used.iter().any(|&u| u > 0)) {
             return;
         }
         let mut asids: Vec<u32> = asids.iter().map(|a| a.0).collect();
@@ -191,38 +215,69 @@ impl PageTable {
         for (space, &asid) in asids.iter().enumerate() {
             self.space_of[asid as usize] = space as u32;
         }
-        self.alloc.spaces = asids.len().max(1) as u64;
-        self.alloc.used = vec![0; (self.nodes as u64 * self.alloc.spaces) as usize];
+        self.frames.shares = asids.len().max(1) as u64;
+        self.spaces = (0..self.frames.shares).map(|_| Some(Space::new(self.frames.nodes))).collect();
     }
 
-    fn space(&self, asid: Asid) -> u64 {
-        self.space_of.get(asid.0 as usize).copied().unwrap_or(0) as u64
+    /// The address space of `asid`: the index [`PageTable::lend`] takes.
+    pub fn space_of(&self, asid: Asid) -> usize {
+        self.space_of.get(asid.0 as usize).copied().unwrap_or(0) as usize
+    }
+
+    fn space(&self, asid: Asid) -> Option<&Space> {
+        self.spaces[self.space_of(asid)].as_ref()
+    }
+
+    /// A page table with the same frames holding only address spaces
+    /// `spaces`, taken out of this one until [`PageTable::take_back`]: for
+    /// a socket simulated on another thread, which uses only those.
+    pub fn lend(&mut self, spaces: &[usize]) -> PageTable {
+        let mut lent = PageTable { spaces: vec![None; self.spaces.len()], exhausted: false, ..self.clone_settings() };
+        for &s in spaces {
+            lent.spaces[s] = self.spaces[s].take();
+        }
+        lent
+    }
+
+    /// Put back the address spaces of a table [`PageTable::lend`] made.
+    pub fn take_back(&mut self, lent: PageTable) {
+        for (home, space) in self.spaces.iter_mut().zip(lent.spaces) {
+            if space.is_some() {
+                *home = space;
+            }
+        }
+        self.exhausted |= lent.exhausted;
+    }
+
+    /// Everything but the address spaces.
+    fn clone_settings(&self) -> PageTable {
+        PageTable {
+            page_shift: self.page_shift,
+            placement: self.placement,
+            identity: self.identity,
+            frames: self.frames.clone(),
+            spaces: Vec::new(),
+            space_of: self.space_of.clone(),
+            exhausted: self.exhausted,
+        }
     }
 
     fn node_for(&self, vpn: u64, toucher_node: u32) -> u32 {
         match self.placement {
             Placement::FirstTouch => toucher_node,
-            Placement::Interleave => (vpn % self.nodes as u64) as u32,
+            Placement::Interleave => (vpn % self.frames.nodes as u64) as u32,
             Placement::Bind(n) => n,
         }
-    }
-
-    /// The slot of a page's entry (`key` from [`super::tlb::key`]), if its
-    /// leaf exists.
-    #[inline(always)]
-    fn slot(&self, key: u64) -> Option<usize> {
-        let leaf = self.leaves.get(key / LEAF_PAGES as u64)?;
-        Some(leaf as usize * LEAF_PAGES + key as usize % LEAF_PAGES)
     }
 
     /// Ask the host to bring the entry of `vpn` in `asid` closer.
     #[inline]
     pub fn prefetch(&self, asid: Asid, vpn: u64) {
-        if self.identity && self.nodes == 1 {
+        if self.identity && self.frames.nodes == 1 {
             return;
         }
-        if let Some(i) = self.slot(super::tlb::key(asid, vpn)) {
-            crate::util::prefetch(self.entries.as_ptr().wrapping_add(i));
+        if let Some((space, i)) = self.space(asid).and_then(|s| Some((s, s.slot(super::tlb::key(asid, vpn))?))) {
+            crate::util::prefetch(space.entries.as_ptr().wrapping_add(i));
         }
     }
 
@@ -230,30 +285,33 @@ impl PageTable {
     /// by a core of node `toucher_node`.
     #[inline]
     pub fn translate(&mut self, asid: Asid, vpn: u64, toucher_node: u32) -> PageEntry {
-        if self.identity && self.nodes == 1 {
+        if self.identity && self.frames.nodes == 1 {
             return PageEntry { frame: vpn, node: 0 };
         }
+        let node = self.node_for(vpn, toucher_node);
+        let share = self.space_of(asid);
         let key = super::tlb::key(asid, vpn);
-        let i = match self.slot(key) {
-            Some(i) if self.entries[i] != 0 => return PageEntry::unpack(self.entries[i]),
+        let PageTable { spaces, frames, exhausted, identity, .. } = self;
+        let space = spaces[share].as_mut().expect(LENT);
+        let i = match space.slot(key) {
+            Some(i) if space.entries[i] != 0 => return PageEntry::unpack(space.entries[i]),
             Some(i) => i,
             None => {
-                let leaf = self.entries.len() / LEAF_PAGES;
-                self.leaves.insert(key / LEAF_PAGES as u64, leaf as u64);
-                self.entries.resize(self.entries.len() + LEAF_PAGES, 0);
+                let leaf = space.entries.len() / LEAF_PAGES;
+                space.leaves.insert(key / LEAF_PAGES as u64, leaf as u64);
+                space.entries.resize(space.entries.len() + LEAF_PAGES, 0);
                 leaf * LEAF_PAGES + key as usize % LEAF_PAGES
             }
         };
-        let node = self.node_for(vpn, toucher_node);
-        let entry = if self.identity {
+        let entry = if *identity {
             PageEntry { frame: vpn, node }
         } else {
-            self.alloc.allocate(node, self.space(asid)).unwrap_or_else(|| {
-                self.exhausted = true;
+            frames.allocate(&mut space.used, node, share as u64).unwrap_or_else(|| {
+                *exhausted = true;
                 PageEntry { frame: 0, node }
             })
         };
-        self.entries[i] = entry.pack();
+        space.entries[i] = entry.pack();
         entry
     }
 
@@ -267,14 +325,19 @@ impl PageTable {
         // asid (12 bits) | level (3 bits) | prefix (below 2^43: a page number
         // of at most 52 bits shifted right by at least 9).
         let key = (asid.0 as u64) << 52 | (level as u64) << 49 | prefix;
-        let frame = match self.tables.get(key) {
+        let share = self.space_of(asid);
+        let PageTable { spaces, frames, exhausted, .. } = self;
+        let space = spaces[share].as_mut().expect(LENT);
+        let frame = match space.tables.get(key) {
             Some(f) => f,
             None => {
-                let f = self.alloc.allocate(toucher_node, self.space(asid)).map(|e| e.frame).unwrap_or_else(|| {
-                    self.exhausted = true;
-                    0
-                });
-                self.tables.insert(key, f);
+                let f = frames.allocate(&mut space.used, toucher_node, share as u64).map(|e| e.frame).unwrap_or_else(
+                    || {
+                        *exhausted = true;
+                        0
+                    },
+                );
+                space.tables.insert(key, f);
                 f
             }
         };
@@ -284,7 +347,7 @@ impl PageTable {
 
     /// Frames allocated on `node` (data and page-table pages).
     pub fn frames_used(&self, node: u32) -> u64 {
-        self.alloc.used_on(node)
+        self.spaces.iter().flatten().map(|s| s.used.get(node as usize).copied().unwrap_or(0)).sum()
     }
 }
 
@@ -394,6 +457,30 @@ mod tests {
         pt.translate(Asid(1), 100, 0);
         assert!(pt.exhausted, "its share of both nodes is used up");
         assert_eq!(pt.translate(Asid(0), 0, 0), PageEntry { frame: 0, node: 0 }, "the other space still has room");
+    }
+
+    #[test]
+    fn a_lent_address_space_gives_the_frames_it_would_have_given_at_home() {
+        let table = || {
+            let mut pt = PageTable::new(12, 2, 4096, Placement::FirstTouch, FrameAllocation::Random, 5);
+            pt.set_address_spaces(&[Asid(1), Asid(2)]);
+            pt
+        };
+        let touch = |pt: &mut PageTable, pages: std::ops::Range<u64>| -> Vec<PageEntry> {
+            pages.map(|v| pt.translate(Asid(2), v * 7, (v % 2) as u32)).collect()
+        };
+        let mut home = table();
+        let expected = touch(&mut home, 0..100);
+        let mut lender = table();
+        let mut got = touch(&mut lender, 0..50);
+        let mut lent = lender.lend(&[lender.space_of(Asid(2))]);
+        assert_eq!(lender.frames_used(0) + lender.frames_used(1), 0, "the space left with its frames");
+        got.extend(touch(&mut lent, 50..100));
+        lender.take_back(lent);
+        assert_eq!(got, expected);
+        assert_eq!(touch(&mut lender, 0..100), expected, "and came back with its pages");
+        assert_eq!((lender.frames_used(0), lender.frames_used(1)), (home.frames_used(0), home.frames_used(1)));
+        assert_eq!(lender.translate(Asid(1), 3, 0), home.translate(Asid(1), 3, 0), "the other space stayed");
     }
 
     #[test]

@@ -186,6 +186,8 @@ impl Classifier {
 /// What the worker is asked.
 enum Job {
     Apply(Vec<Note>),
+    /// Apply, and drop the buffer (a pad's: see [`Notebook::pad`]).
+    Take(Vec<Note>),
     Report,
 }
 
@@ -218,6 +220,10 @@ impl Worker {
                             classifier.apply_all(&notes);
                             notes.clear();
                             Answer::Applied(notes)
+                        }
+                        Job::Take(notes) => {
+                            classifier.apply_all(&notes);
+                            continue;
                         }
                         Job::Report => Answer::Report(classifier.counts.clone()),
                     };
@@ -287,6 +293,9 @@ enum Mode {
     Here(Classifier),
     /// Applied on a worker thread.
     Thread(Worker),
+    /// Kept, in batches, for the notebook it was made from
+    /// ([`Notebook::pad`]), or sent straight to its worker.
+    Pad(Vec<Vec<Note>>, Option<Sender<Job>>),
 }
 
 /// The machine's side: which levels are attributed, the notes not yet
@@ -394,7 +403,61 @@ impl Notebook {
                 Ok(())
             }
             Mode::Thread(worker) => worker.hand_over(&mut self.notes),
+            Mode::Pad(kept, forward) => {
+                let batch = std::mem::replace(&mut self.notes, Vec::with_capacity(BATCH));
+                match forward {
+                    Some(jobs) => jobs.send(Job::Take(batch)).map_err(|_| Worker::lost()),
+                    None => {
+                        kept.push(batch);
+                        Ok(())
+                    }
+                }
+            }
         }
+    }
+
+    /// An empty notebook for the same levels, for a socket simulated on
+    /// another thread: it sends its full batches to this one's worker, or
+    /// keeps them until this one [`absorbs`](Notebook::absorb) them. The
+    /// notes written here so far are handed over first.
+    pub fn pad(&mut self) -> Notebook {
+        if let Err(e) = self.hand_over() {
+            self.failed.get_or_insert(e);
+        }
+        let forward = match &self.mode {
+            Mode::Thread(worker) => worker.jobs.clone(),
+            _ => None,
+        };
+        Notebook {
+            cache_on: self.cache_on,
+            tlb_on: self.tlb_on,
+            notes: Vec::with_capacity(BATCH),
+            mode: Mode::Pad(Vec::new(), forward),
+            marks: 0,
+            settled: Settled::default(),
+            failed: None,
+        }
+    }
+
+    /// Take the notes of a [`Notebook::pad`] it has not sent yet. Notes of
+    /// pads whose sockets ran at the same time may be applied in any order
+    /// as long as they only feed counters that add up: the first-touch sets
+    /// of each pad's own caches and the tasks' compulsory misses. (A
+    /// shadow, or a mark, would depend on the order: the engine uses pads
+    /// only without attribution.)
+    pub fn absorb(&mut self, pad: Notebook) {
+        debug_assert_eq!(pad.marks, 0, "marks are numbered in one notebook");
+        let Mode::Pad(kept, _) = pad.mode else { return };
+        if let Some(e) = pad.failed {
+            self.failed.get_or_insert(e);
+        }
+        for batch in kept.into_iter().chain([pad.notes]) {
+            if let Err(e) = self.hand_over() {
+                self.failed.get_or_insert(e);
+            }
+            self.notes = batch;
+        }
+        self.pass();
     }
 
     /// The counts as of the last [`Notebook::settle`].
@@ -411,7 +474,66 @@ impl Notebook {
         self.settled = match &mut self.mode {
             Mode::Here(classifier) => classifier.counts.clone(),
             Mode::Thread(worker) => worker.report()?,
+            Mode::Pad(..) => unreachable!("a pad is absorbed, not settled"),
         };
         Ok(&self.settled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::types::VirtAddr;
+
+    fn miss(cache: u32, task: u32, line: u64) -> Note {
+        let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task: TaskId(task) };
+        Note::Miss { cache, level: Level::L2, req, line: LineAddr(line), stays: true }
+    }
+
+    proptest! {
+        /// Two pads, each noting the misses of its own caches (two sockets
+        /// running at once), made after some notes and absorbed: the same
+        /// compulsory misses per cache and per task as one notebook noting
+        /// everything in order, on this thread or a worker.
+        #[test]
+        fn pads_absorbed_count_what_one_notebook_counts(
+            notes in proptest::collection::vec((0u32..4, 0u32..3, 0u64..40, any::<bool>()), 1..3 * BATCH),
+            split in 0usize..100,
+            threaded in any::<bool>(),
+        ) {
+            let note = |&(cache, task, line, seen): &(u32, u32, u64, bool)| {
+                if seen { Note::Seen { cache, line: LineAddr(line) } } else { miss(cache, task, line) }
+            };
+            let new = || {
+                let book = Notebook::new(4, None);
+                if threaded { book.threaded().unwrap() } else { book }
+            };
+            let mut reference = new();
+            let mut book = new();
+            let (before, during) = notes.split_at(split * notes.len() / 100);
+            for n in notes.iter() {
+                reference.note(note(n));
+                reference.pass();
+            }
+            for n in before {
+                book.note(note(n));
+                book.pass();
+            }
+            let mut pads = [book.pad(), book.pad()];
+            for n in during {
+                let pad = &mut pads[n.0 as usize / 2];
+                pad.note(note(n));
+                pad.pass();
+            }
+            for pad in pads {
+                book.absorb(pad);
+            }
+            let (expected, got) = (reference.settle().unwrap().clone(), book.settle().unwrap().clone());
+            prop_assert_eq!(&got.caches, &expected.caches);
+            let compulsory = |s: &Settled| s.tasks.iter().map(|t| t.compulsory).collect::<Vec<_>>();
+            prop_assert_eq!(compulsory(&got), compulsory(&expected));
+        }
     }
 }

@@ -28,7 +28,7 @@ use std::time::Instant;
 use crate::config::ValidConfig;
 use crate::error::{Error, Result};
 use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, Timing};
-use crate::mem::machine::Machine;
+use crate::mem::machine::{Machine, Part};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::stats::{
     CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, MechanismResult, Results, SliceRow, Summary,
@@ -55,8 +55,18 @@ const PROGRESS_EVERY: u64 = 1 << 20;
 /// holds three buffers of two batches.
 const POOLED_TASKS: usize = 512;
 
+/// The least simulated work, in cycles summed over the cores that run,
+/// worth running the sockets on separate threads for (each stretch starts
+/// and joins threads: tens of microseconds).
+const APART_WORK: u64 = 200_000;
+
+/// For each socket, the cores (numbered within it) that run in a stretch
+/// with the sockets apart, and their tasks.
+type Plan = Vec<Vec<(usize, TaskId)>>;
+
 /// One task's stream and bookkeeping.
 struct TaskRun {
+    id: TaskId,
     workload: Box<dyn Workload>,
     buf: Vec<Access>,
     pos: usize,
@@ -119,6 +129,99 @@ struct CoreRun {
     totals: CoreTotals,
 }
 
+impl CoreRun {
+    fn sync_clock(&mut self, base_cpi: f64) {
+        self.clock = (self.instructions as f64 * base_cpi).round() as u64 + self.stall + self.other;
+    }
+}
+
+/// What running a chunk needs of the run's settings.
+#[derive(Clone, Copy)]
+struct StepCtx {
+    batch: usize,
+    base_cpi: f64,
+    /// More than any one reference can stall (for cycle deadlines, see [`cut`]).
+    max_stall: u64,
+    next_tick: Option<u64>,
+}
+
+impl TaskRun {
+    /// Make sure accesses are buffered; false (and `ended` set) if the
+    /// stream ended or the task reached its `limit`.
+    fn refill(&mut self, limit: Option<u64>) -> Result<bool> {
+        let limited = limit.is_some_and(|m| self.accesses >= m);
+        if !limited && self.pos == self.len {
+            self.len = self.workload.fill_vec(&mut self.buf)?;
+            self.most_instrs = self.workload.most_instrs();
+            self.pos = 0;
+        }
+        if limited || self.len == 0 {
+            self.ended = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Run the next chunk of at most `most` buffered references on `core`,
+    /// cut at its deadlines, through `access` (which returns the chunk's
+    /// stall cycles, cycles of mechanisms' work, and instructions); advance
+    /// the core's clock and the task's view. Returns the references run and
+    /// the mechanisms' cycles.
+    fn run_chunk(
+        &mut self,
+        core: &mut CoreRun,
+        view: &mut TaskView,
+        ctx: &StepCtx,
+        most: u64,
+        access: impl FnOnce(&[Access]) -> (u64, u64, u64),
+    ) -> (usize, u64) {
+        let instr_marks =
+            [core.until_instructions, self.interval.as_ref().map(|m| m.end), self.window.as_ref().map(|w| w.end)];
+        let instr_room = instr_marks.into_iter().flatten().min().map(|m| m.saturating_sub(view.instructions));
+        let cycle_deadlines = [core.until_cycles, ctx.next_tick, core.mark.map(|m| m.0)];
+        let cycle_room = cycle_deadlines.into_iter().flatten().min().map(|m| m - core.clock);
+        let chunk = &self.buf[self.pos..self.pos + most as usize];
+        let n = cut(chunk, self.most_instrs, instr_room, cycle_room, ctx.base_cpi, ctx.max_stall);
+        let (stall, extra, instructions) = access(&chunk[..n]);
+        self.pos += n;
+        self.accesses += n as u64;
+        let before = core.clock;
+        core.instructions += instructions;
+        core.stall += stall;
+        core.sync_clock(ctx.base_cpi);
+        let ran = core.clock - before;
+        view.instructions += instructions;
+        view.cycles += ran;
+        view.slice_instructions += instructions;
+        view.slice_cycles += ran;
+        (n, extra)
+    }
+
+    /// At most how many references the next chunk may take: to the next
+    /// multiple of the batch size in the buffer (a producer's buffer holds
+    /// several batches, and chunks end where a buffer of one batch would
+    /// have: the interleaving of tasks on shared caches does not depend on
+    /// who produced the accesses), and to the task's `limit`.
+    fn most(&self, batch: usize, limit: Option<u64>) -> u64 {
+        let left = limit.map_or(u64::MAX, |m| m - self.accesses);
+        ((self.len - self.pos).min(batch - self.pos % batch) as u64).min(left)
+    }
+
+    /// After a chunk: whether the slice ended; and a look ahead, so that a
+    /// task whose stream ends with its slice finishes now instead of being
+    /// switched in again for nothing.
+    fn close_chunk(&mut self, core: &mut CoreRun, view: &TaskView) -> Result<()> {
+        let reached = |mark: Option<u64>, value: u64| mark.is_some_and(|m| value >= m);
+        if reached(core.until_instructions, view.instructions) || reached(core.until_cycles, core.clock) {
+            core.pending = true;
+        }
+        if !self.refill(view.spec.max_accesses)? {
+            core.pending = true;
+        }
+        Ok(())
+    }
+}
+
 /// A simulation ready to run.
 pub struct Engine {
     config: ValidConfig,
@@ -130,6 +233,10 @@ pub struct Engine {
     base_cpi: f64,
     /// More than any one reference can stall (for cycle deadlines, see [`cut`]).
     max_stall: u64,
+    /// Whether the sockets may run on separate threads between decisions.
+    apart: bool,
+    /// References simulated with the sockets apart.
+    accesses_apart: u64,
     tasks: Vec<TaskRun>,
     views: Vec<TaskView>,
     queues: Vec<VecDeque<TaskId>>,
@@ -209,9 +316,10 @@ impl Engine {
                 .collect();
         }
         let mut tasks = Vec::with_capacity(n);
-        for (spec, workload) in config.tasks.iter().zip(workloads) {
+        for (i, (spec, workload)) in config.tasks.iter().zip(workloads).enumerate() {
             let counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };
             tasks.push(TaskRun {
+                id: TaskId(i as u32),
                 workload,
                 buf: vec![Access::default(); run.batch as usize],
                 pos: 0,
@@ -234,9 +342,25 @@ impl Engine {
             .map(|(i, m)| m.build(&config.mech_build(i)))
             .collect::<Result<_>>()?;
         let per_access = mechanisms.iter().any(|m| m.wants_accesses());
+        // Sockets apart: nothing that crosses sockets at every reference (a
+        // mechanism, a shadow, the tag directory) or counts references
+        // across them (warm-up ends only in serial steps; `max_accesses`,
+        // the interval and window rows are not split yet), and decisions
+        // that do not look at other cores' progress (see `horizon`).
+        let apart = run.parallel_sockets
+            && !scheduler.reads_others_progress()
+            && host_cpus > 1
+            && topology.sockets > 1
+            && machine.sockets_apart()
+            && mechanisms.is_empty()
+            && run.max_accesses.is_none()
+            && config.config.stats.interval.is_none()
+            && config.config.stats.window.is_none();
         Ok(Engine {
             base_cpi: config.config.machine.base_cpi,
             max_stall: machine.max_stall(),
+            apart,
+            accesses_apart: 0,
             next_tick: scheduler.period(),
             unfinished: config.tasks.len(),
             measuring: config.config.run.warmup_accesses == 0,
@@ -265,12 +389,19 @@ impl Engine {
     /// Add a mechanism; it sees every event of the run.
     pub fn add_mechanism(&mut self, mechanism: Box<dyn Mechanism>) {
         self.per_access |= mechanism.wants_accesses();
+        self.apart = false;
         self.mechanisms.push(mechanism);
     }
 
     /// The machine, for inspection.
     pub fn machine(&self) -> &Machine {
         &self.machine
+    }
+
+    /// References simulated so far with the sockets on separate threads
+    /// (`run.parallel_sockets`): how much of the run could use them.
+    pub fn accesses_apart(&self) -> u64 {
+        self.accesses_apart
     }
 
     /// Simulate until every task has finished or `run.max_accesses`,
@@ -291,6 +422,9 @@ impl Engine {
         self.place_tasks()?;
         let mut next_report = PROGRESS_EVERY;
         while self.unfinished > 0 && limit.is_none_or(|l| self.done < l) {
+            if let Some((horizon, plan)) = self.horizon() {
+                self.run_apart(horizon, plan)?;
+            }
             let c = self.lowest();
             if self.next_tick.is_some_and(|t| self.cores[c].clock >= t) {
                 self.tick()?;
@@ -383,8 +517,7 @@ impl Engine {
     }
 
     fn sync_clock(&mut self, c: usize) {
-        let core = &mut self.cores[c];
-        core.clock = (core.instructions as f64 * self.base_cpi).round() as u64 + core.stall + core.other;
+        self.cores[c].sync_clock(self.base_cpi);
     }
 
     /// Charge `cycles` of overhead to core `c` and, if given, to a task.
@@ -696,101 +829,178 @@ impl Engine {
         if !self.refill(c, ti)? {
             return Ok(());
         }
-        let run = &mut self.tasks[ti];
+        let ctx = self.step_ctx();
         let spec = &self.views[ti].spec;
-        let left = spec.max_accesses.map_or(u64::MAX, |m| m - run.accesses);
-        // At most to the next multiple of the batch size in the buffer: a
-        // producer's buffer holds several batches, and chunks end where a
-        // buffer of one batch would have (the interleaving of tasks on
-        // shared caches does not depend on who produced the accesses).
-        let batch = self.config.config.run.batch as usize;
-        let mut most = ((run.len - run.pos).min(batch - run.pos % batch) as u64).min(left);
+        let mut most = self.tasks[ti].most(ctx.batch, spec.max_accesses);
         if !self.measuring {
             most = most.min(self.config.config.run.warmup_accesses - self.done);
         }
         if let Some(l) = limit {
             most = most.min(l - self.done);
         }
-        let view = &self.views[ti];
-        let core = &self.cores[c];
-        let instr_marks =
-            [core.until_instructions, run.interval.as_ref().map(|m| m.end), run.window.as_ref().map(|w| w.end)];
-        let instr_room = instr_marks.into_iter().flatten().min().map(|m| m.saturating_sub(view.instructions));
-        let cycle_deadlines = [core.until_cycles, self.next_tick, core.mark.map(|m| m.0)];
-        let cycle_room = cycle_deadlines.into_iter().flatten().min().map(|m| m - core.clock);
-        let chunk = &run.buf[run.pos..run.pos + most as usize];
-        let n = cut(chunk, run.most_instrs, instr_room, cycle_room, self.base_cpi, self.max_stall);
-        let chunk = &chunk[..n];
         let (id, asid) = (CoreId(c as u32), spec.asid);
-        let counted = self.machine.tasks[ti].instructions;
-        let (stall, extra) = if self.per_access {
-            let (mut stall, mut extra) = (0u64, 0u64);
-            for a in chunk {
-                let cycles = self.machine.access(id, task, asid, a);
-                stall += cycles as u64;
-                for m in &mut self.mechanisms {
-                    let ctx =
-                        AccessCtx { machine: &mut self.machine, core: id, task, asid, access: a, stall_cycles: cycles };
-                    extra += m.on_access(ctx) as u64;
+        let Engine { machine, mechanisms, per_access, .. } = self;
+        let (n, extra) = self.tasks[ti].run_chunk(&mut self.cores[c], &mut self.views[ti], &ctx, most, |chunk| {
+            let counted = machine.tasks[ti].instructions;
+            let (stall, extra) = if *per_access {
+                let (mut stall, mut extra) = (0u64, 0u64);
+                for a in chunk {
+                    let cycles = machine.access(id, task, asid, a);
+                    stall += cycles as u64;
+                    for m in mechanisms.iter_mut() {
+                        let ctx = AccessCtx { machine, core: id, task, asid, access: a, stall_cycles: cycles };
+                        extra += m.on_access(ctx) as u64;
+                    }
                 }
-            }
-            (stall, extra)
-        } else {
-            (self.machine.access_batch(id, task, asid, chunk), 0)
-        };
-        // The machine counted the chunk's instructions as it read it.
-        let instructions = self.machine.tasks[ti].instructions - counted;
-        run.pos += n;
-        run.accesses += n as u64;
+                (stall, extra)
+            } else {
+                (machine.access_batch(id, task, asid, chunk), 0)
+            };
+            // The machine counted the chunk's instructions as it read it.
+            (stall, extra, machine.tasks[ti].instructions - counted)
+        });
         self.done += n as u64;
-        let before = self.cores[c].clock;
-        self.cores[c].instructions += instructions;
-        self.cores[c].stall += stall;
-        self.sync_clock(c);
         self.charge(c, Some(task), extra);
-        let ran = self.cores[c].clock - before;
-        let view = &mut self.views[ti];
-        view.instructions += instructions;
-        view.cycles += ran;
-        view.slice_instructions += instructions;
-        view.slice_cycles += ran;
-        let reached = |mark: Option<u64>, value: u64| mark.is_some_and(|m| value >= m);
-        let (now, done_instr) = (self.cores[c].clock, view.instructions);
+        let (now, done_instr) = (self.cores[c].clock, self.views[ti].instructions);
         if !self.measuring && self.done == self.config.config.run.warmup_accesses {
             self.start_measuring(now);
         }
+        let reached = |mark: Option<u64>, value: u64| mark.is_some_and(|m| value >= m);
         if reached(self.tasks[ti].interval.as_ref().map(|m| m.end), done_instr) {
             self.close_interval(task, c, true);
         }
         if reached(self.tasks[ti].window.as_ref().map(|w| w.end), done_instr) {
             self.close_window(task, true);
         }
-        let core = &mut self.cores[c];
-        if reached(core.until_instructions, done_instr) || reached(core.until_cycles, now) {
-            core.pending = true;
+        self.tasks[ti].close_chunk(&mut self.cores[c], &self.views[ti])
+    }
+
+    fn step_ctx(&self) -> StepCtx {
+        StepCtx {
+            batch: self.config.config.run.batch as usize,
+            base_cpi: self.base_cpi,
+            max_stall: self.max_stall,
+            next_tick: self.next_tick,
         }
-        // Look ahead, so that a task whose stream ends with its slice
-        // finishes now instead of being switched in again for nothing.
-        self.refill(c, ti)?;
+    }
+
+    /// How far the sockets may run apart, and what each socket runs, if it
+    /// is worth it. Up to the horizon nothing may happen that a socket
+    /// could not see coming: a tick, or the wait or decision of a core that
+    /// is not running. The end of a slice or a stream is seen by its own
+    /// socket, which stops there ([`run_socket`]); the others may run past
+    /// it, since a decision looks only at its own core and at waiting
+    /// tasks (the scheduler reads no other running task's progress). The
+    /// horizon is also the first slice end expected anywhere, so that no
+    /// socket runs far ahead while another, stopped early, would catch up
+    /// alone. See docs/performance.md, "Sockets in parallel".
+    fn horizon(&self) -> Option<(u64, Plan)> {
+        if !self.apart || !self.measuring {
+            return None;
+        }
+        let mut horizon = self.next_tick.unwrap_or(u64::MAX);
+        for (c, core) in self.cores.iter().enumerate() {
+            if self.running[c].is_none() || self.needs_decision(c) {
+                horizon = horizon.min(core.clock);
+            }
+            if let Some((at, _)) = core.mark {
+                horizon = horizon.min(at);
+            }
+        }
+        let running = |c: usize| self.running[c].filter(|_| !self.cores[c].pending);
+        for (c, core) in self.cores.iter().enumerate() {
+            let Some(t) = running(c) else { continue };
+            let view = &self.views[t.0 as usize];
+            let instructions = core.until_instructions.map(|u| {
+                // At the task's cycles per instruction so far.
+                let cpi = if view.instructions > 0 { view.cycles as f64 / view.instructions as f64 } else { 1.0 };
+                let left = u.saturating_sub(view.instructions) as f64 * cpi.max(self.base_cpi);
+                core.clock.saturating_add(left as u64)
+            });
+            horizon = [core.until_cycles, instructions].into_iter().flatten().fold(horizon, u64::min);
+        }
+        let cores_per_socket = self.topology.cores_per_socket as usize;
+        let mut plan: Plan = vec![Vec::new(); self.topology.sockets as usize];
+        let mut socket_of_space = std::collections::HashMap::new();
+        let mut work = 0;
+        for (c, core) in self.cores.iter().enumerate() {
+            let Some(t) = running(c).filter(|_| core.clock < horizon) else { continue };
+            // An address space's page table can be on one socket only.
+            let space = self.machine.space_of(self.views[t.0 as usize].spec.asid);
+            let socket = c / cores_per_socket;
+            if *socket_of_space.entry(space).or_insert(socket) != socket {
+                return None;
+            }
+            plan[socket].push((c % cores_per_socket, t));
+            work += horizon - core.clock;
+        }
+        let sockets = plan.iter().filter(|p| !p.is_empty()).count();
+        (sockets > 1 && work >= APART_WORK).then_some((horizon, plan))
+    }
+
+    /// Run each socket's part of `plan` on a thread of its own (the first on
+    /// this one) up to `horizon`: per socket the same chunks, in the same
+    /// order, as the serial loop; sockets share no cache, so the order of
+    /// chunks of different sockets does not matter. Each socket works on
+    /// its slices of the machine and a share of what sockets share (the
+    /// task and node counters, the page tables of its tasks, its notes),
+    /// taken back afterwards.
+    fn run_apart(&mut self, horizon: u64, plan: Plan) -> Result<()> {
+        let spaces: Vec<Vec<usize>> = plan
+            .iter()
+            .map(|p| {
+                let mut spaces: Vec<usize> =
+                    p.iter().map(|&(_, t)| self.machine.space_of(self.views[t.0 as usize].spec.asid)).collect();
+                spaces.sort_unstable();
+                spaces.dedup();
+                spaces
+            })
+            .collect();
+        let ran: Vec<Vec<usize>> = plan.iter().map(|p| p.iter().map(|&(_, t)| t.0 as usize).collect()).collect();
+        let mut place = vec![None; self.tasks.len()];
+        for (s, p) in plan.iter().enumerate() {
+            for &(c, t) in p {
+                place[t.0 as usize] = Some((s, c));
+            }
+        }
+        let ctx = self.step_ctx();
+        let cores_per_socket = self.topology.cores_per_socket as usize;
+        let mut shares = self.machine.share_out(&spaces);
+        let mut lanes: Vec<Vec<Lane>> = plan.iter().map(|_| Vec::new()).collect();
+        for ((run, view), place) in self.tasks.iter_mut().zip(self.views.iter_mut()).zip(place) {
+            if let Some((s, c)) = place {
+                lanes[s].push(Lane { core: c, run, view });
+            }
+        }
+        let sockets = self.machine.parts(&mut shares).into_iter().zip(self.cores.chunks_mut(cores_per_socket));
+        let jobs: Vec<_> = sockets.zip(lanes).enumerate().filter(|(_, (_, lanes))| !lanes.is_empty()).collect();
+        let done: Vec<Result<u64>> = std::thread::scope(|scope| {
+            let mut jobs =
+                jobs.into_iter().map(|(s, ((part, cores), lanes))| (s * cores_per_socket, part, cores, lanes));
+            let here = jobs.next().expect("a plan has two sockets");
+            let there: Vec<_> = jobs.map(|job| scope.spawn(|| run_socket(job, horizon, &ctx))).collect();
+            let mut done = vec![run_socket(here, horizon, &ctx)];
+            let lost = || Err(Error::Simulation("a thread simulating a socket stopped unexpectedly".into()));
+            done.extend(there.into_iter().map(|t| t.join().unwrap_or_else(|_| lost())));
+            done
+        });
+        self.machine.take_back(shares, &ran);
+        for d in done {
+            let n = d?;
+            self.done += n;
+            self.accesses_apart += n;
+        }
         Ok(())
     }
 
     /// Make sure task `ti` (on core `c`) has accesses buffered; if its
     /// stream ended or it reached its limit, mark it ended and return false.
     fn refill(&mut self, c: usize, ti: usize) -> Result<bool> {
-        let run = &mut self.tasks[ti];
-        let limited = self.views[ti].spec.max_accesses.is_some_and(|m| run.accesses >= m);
-        if !limited && run.pos == run.len {
-            run.len = run.workload.fill_vec(&mut run.buf)?;
-            run.most_instrs = run.workload.most_instrs();
-            run.pos = 0;
-        }
-        if limited || run.len == 0 {
-            run.ended = true;
+        let more = self.tasks[ti].refill(self.views[ti].spec.max_accesses)?;
+        if !more {
             self.cores[c].pending = true;
-            return Ok(false);
         }
-        Ok(true)
+        Ok(more)
     }
 
     /// The end of warm-up, at time `now`: forget every counter; intervals start now.
@@ -963,6 +1173,49 @@ impl Engine {
                     stats: mech.results(),
                 })
                 .collect(),
+        }
+    }
+}
+
+/// A running task, in a stretch with the sockets apart: the core it runs
+/// on (numbered within its socket), its stream and its view.
+struct Lane<'e> {
+    core: usize,
+    run: &'e mut TaskRun,
+    view: &'e mut TaskView,
+}
+
+/// One socket's share of [`Engine::run_apart`]: its first core's number,
+/// its part of the machine, its cores and their tasks. Runs the core with
+/// the lowest clock (then the lowest number), as the serial loop does,
+/// until every core is past `horizon`, or past the time at which one of
+/// them must decide (what the serial loop runs before that decision);
+/// returns the references run.
+fn run_socket(job: (usize, Part<'_>, &mut [CoreRun], Vec<Lane<'_>>), horizon: u64, ctx: &StepCtx) -> Result<u64> {
+    let (first_core, mut part, cores, mut lanes) = job;
+    let (mut done, mut horizon) = (0, horizon);
+    loop {
+        let ready = lanes.iter_mut().filter(|l| !cores[l.core].pending && cores[l.core].clock < horizon);
+        let Some(Lane { core: c, run, view }) = ready.min_by_key(|l| (cores[l.core].clock, l.core)) else {
+            return Ok(done);
+        };
+        let core = &mut cores[*c];
+        if !run.refill(view.spec.max_accesses)? {
+            core.pending = true;
+            horizon = horizon.min(core.clock);
+            continue;
+        }
+        let (id, task, asid) = (CoreId((first_core + *c) as u32), run.id, view.spec.asid);
+        let most = run.most(ctx.batch, view.spec.max_accesses);
+        let (n, _) = run.run_chunk(core, view, ctx, most, |chunk| {
+            let counted = part.task(task).instructions;
+            let stall = part.run(id, task, asid, chunk);
+            (stall, 0, part.task(task).instructions - counted)
+        });
+        done += n as u64;
+        run.close_chunk(core, view)?;
+        if core.pending {
+            horizon = horizon.min(core.clock);
         }
     }
 }

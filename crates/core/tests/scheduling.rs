@@ -28,6 +28,7 @@ fn comparable(r: &Results) -> Value {
     v["config"]["run"]["batch"] = Value::Null;
     v["config"]["run"]["prefetch"] = Value::Null;
     v["config"]["run"]["classify_thread"] = Value::Null;
+    v["config"]["run"]["parallel_sockets"] = Value::Null;
     v["summary"]["wall_seconds"] = Value::Null;
     v["summary"]["accesses_per_second"] = Value::Null;
     v
@@ -460,6 +461,97 @@ fn classifying_on_a_worker_thread_counts_the_same() {
     assert!(task.tlb.l1_induced.switch[0] > 0 && task.levels[Level::Llc as usize].compulsory[0] > 0);
     let slices: u64 = threaded.slices.iter().map(|s| s.llc_switch_misses).sum();
     assert!(slices > 0);
+}
+
+/// `config` run with the sockets on separate threads and serially: the same
+/// results; and, on a host with a second CPU, most references simulated
+/// apart (else the comparison would say nothing).
+fn assert_same_apart(config: Value, what: &str) {
+    let run_with = |apart: bool| {
+        let mut config = config.clone();
+        config["run"]["parallel_sockets"] = json!(apart);
+        let mut engine = Engine::new(valid(config), None).unwrap();
+        let results = engine.run(&mut |_| Ok(())).unwrap_or_else(|e| panic!("{what}: {e}"));
+        (results, engine.accesses_apart())
+    };
+    let ((apart, n), (serial, none)) = (run_with(true), run_with(false));
+    assert_eq!(none, 0);
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        let all = apart.summary.accesses;
+        assert!(n > all / 4, "{what}: only {n} of {all} references with the sockets apart");
+    }
+    assert_same(&apart, &serial, what);
+}
+
+/// Separate processes of different lengths, so that streams end and cores
+/// idle; working sets beyond the L2, shared LLCs, two NUMA nodes.
+fn apart_tasks(n: u64, accesses: u64) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            json!({"workload": {"kind": "zipf", "params": {
+                "accesses": accesses + 3_000 * i, "working_set_bytes": "512KiB", "base_addr": (i + 1) << 30,
+            }}})
+        })
+        .collect()
+}
+
+fn apart_machine(sockets: u32, cores_per_socket: u32) -> Value {
+    json!({
+        "sockets": sockets, "cores_per_socket": cores_per_socket,
+        "l2": {"size_bytes": "64KiB", "ways": 8, "prefetcher": {"kind": "stream"}},
+        "llc": {"size_bytes": "256KiB", "ways": 16},
+        "memory": {"remote_latency_cycles": 300},
+    })
+}
+
+#[test]
+fn sockets_apart_give_what_the_serial_loop_gives() {
+    let balance = json!({"kind": "balance", "params": {"quantum": "0.05ms", "period": "0.2ms"}});
+    assert_same_apart(
+        json!({"machine": apart_machine(2, 2), "tasks": apart_tasks(10, 40_000), "scheduler": balance}),
+        "balancing, slices in time",
+    );
+    assert_same_apart(
+        json!({
+            "machine": apart_machine(2, 2),
+            "tasks": apart_tasks(6, 40_000),
+            "scheduler": {"kind": "round-robin", "params": {"quantum": "60K instr"}},
+        }),
+        "round-robin, slices in instructions",
+    );
+    assert_same_apart(
+        json!({
+            "machine": apart_machine(2, 2),
+            "tasks": apart_tasks(4, 60_000),
+            "scheduler": {"kind": "forced", "params": {"every": "90K instr", "destination": "remote"}},
+        }),
+        "forced remote migrations",
+    );
+    let pinned: Vec<Value> = (apart_tasks(8, 30_000).into_iter().enumerate())
+        .map(|(i, mut t)| {
+            t["affinity"] = json!([i % 4]);
+            t
+        })
+        .collect();
+    assert_same_apart(
+        json!({
+            "machine": apart_machine(4, 1),
+            "tasks": pinned,
+            "scheduler": {"kind": "pinned", "params": {"quantum": "0.04ms"}},
+            "run": {"switch_cycles": 500},
+        }),
+        "four sockets, pinned",
+    );
+    // Threads of one process share an address space: never on two sockets
+    // at once apart, so this one runs partly serially.
+    let mut threads = apart_tasks(8, 40_000);
+    for t in &mut threads[..4] {
+        t["asid"] = json!(7);
+    }
+    assert_same_apart(
+        json!({"machine": apart_machine(2, 2), "tasks": threads, "scheduler": balance}),
+        "threads sharing an address space",
+    );
 }
 
 /// A single task on the multi-task engine gives exactly what the machine

@@ -50,6 +50,10 @@ pub struct RunParams {
     /// causes) on a worker thread, off the simulation's path, when the host
     /// has a second CPU (same results).
     pub classify_thread: bool,
+    /// Simulate the sockets on separate threads, between scheduling
+    /// decisions, where the run allows it (same results; see
+    /// docs/performance.md, "Sockets in parallel").
+    pub parallel_sockets: bool,
     /// Cycles a core spends on each context switch (direct cost).
     pub switch_cycles: u64,
     /// Cycles added to a switch that migrates the task to another core.
@@ -64,6 +68,7 @@ impl Default for RunParams {
             batch: 4096,
             prefetch: true,
             classify_thread: true,
+            parallel_sockets: true,
             switch_cycles: 0,
             migration_cycles: 0,
         }

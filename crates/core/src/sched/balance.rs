@@ -118,6 +118,11 @@ impl Balance {
 }
 
 impl Scheduler for Balance {
+    /// Its decisions read the queues and waiting tasks' last run.
+    fn reads_others_progress(&self) -> bool {
+        false
+    }
+
     fn pick(&mut self, ctx: &SchedCtx, core: CoreId) -> Result<Option<TaskId>> {
         if let Some(&t) = ctx.queues[core.0 as usize].front() {
             return Ok(Some(t));

@@ -103,6 +103,11 @@ struct Ets {
 }
 
 impl Scheduler for Ets {
+    /// Its decisions read estimates and the queues.
+    fn reads_others_progress(&self) -> bool {
+        false
+    }
+
     fn pick(&mut self, ctx: &SchedCtx, core: CoreId) -> Result<Option<TaskId>> {
         let queue = &ctx.queues[core.0 as usize];
         Ok(queue.iter().copied().min_by_key(|t| self.pass[t.0 as usize]))

@@ -106,6 +106,11 @@ pub fn destination(topology: Topology, core: CoreId, locality: Locality) -> Core
 }
 
 impl Scheduler for Forced {
+    /// Its decisions read the deciding task's own progress only.
+    fn reads_others_progress(&self) -> bool {
+        false
+    }
+
     fn quantum(&mut self, ctx: &SchedCtx, task: TaskId, _: CoreId) -> Result<Slice> {
         let left = self.point(task).saturating_sub(self.progress(ctx, task)).max(1);
         let until_point = Slice::of(match self.every {

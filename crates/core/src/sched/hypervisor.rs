@@ -152,6 +152,11 @@ fn same_unit(like: Budget, n: u64) -> Budget {
 }
 
 impl Scheduler for Hypervisor {
+    /// Its decisions charge the deciding task's own slice only.
+    fn reads_others_progress(&self) -> bool {
+        false
+    }
+
     fn place(&mut self, _: &SchedCtx, task: TaskId) -> Result<CoreId> {
         Ok(self.vcpus[self.of_task[task.0 as usize]].home)
     }

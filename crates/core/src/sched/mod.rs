@@ -242,6 +242,16 @@ pub trait Scheduler: Send {
         let _ = ctx;
         Ok(Vec::new())
     }
+
+    /// Whether a decision on one core (`pick`, `quantum`, `expire`,
+    /// `finished`) may read the progress (`instructions`, `cycles`,
+    /// `slice_*`) of tasks running on other cores. Only if not may the
+    /// engine run the sockets on separate threads between decisions
+    /// (`run.parallel_sockets`): another socket's tasks may then have run
+    /// past the decision's time. Default: it may.
+    fn reads_others_progress(&self) -> bool {
+        true
+    }
 }
 
 /// What a scheduler is built from.

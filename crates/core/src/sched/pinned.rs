@@ -38,6 +38,11 @@ struct Pinned {
 }
 
 impl Scheduler for Pinned {
+    /// Its decisions read affinities and the queues.
+    fn reads_others_progress(&self) -> bool {
+        false
+    }
+
     fn pick(&mut self, ctx: &SchedCtx, core: CoreId) -> Result<Option<TaskId>> {
         if let Some(&t) = ctx.queues[core.0 as usize].front() {
             return Ok(Some(t));

@@ -37,6 +37,11 @@ struct RoundRobin {
 }
 
 impl Scheduler for RoundRobin {
+    /// Its decisions read the queues only.
+    fn reads_others_progress(&self) -> bool {
+        false
+    }
+
     fn quantum(&mut self, _: &SchedCtx, _: TaskId, _: CoreId) -> Result<Slice> {
         Ok(self.quantum)
     }

@@ -919,12 +919,25 @@ impl Engine {
             });
             horizon = [core.until_cycles, instructions].into_iter().flatten().fold(horizon, u64::min);
         }
+        // Worth it: work on two sockets or more (checked before anything is
+        // allocated, as this is asked before every serial step).
         let cores_per_socket = self.topology.cores_per_socket as usize;
+        let below = |c: usize| running(c).filter(|_| self.cores[c].clock < horizon);
+        let (mut work, mut first, mut sockets) = (0, None, 0);
+        for c in (0..self.cores.len()).filter(|&c| below(c).is_some()) {
+            work += horizon - self.cores[c].clock;
+            let socket = c / cores_per_socket;
+            if first != Some(socket) {
+                (first, sockets) = (Some(socket), sockets + 1);
+            }
+        }
+        if sockets < 2 || work < APART_WORK {
+            return None;
+        }
         let mut plan: Plan = vec![Vec::new(); self.topology.sockets as usize];
         let mut socket_of_space = std::collections::HashMap::new();
-        let mut work = 0;
-        for (c, core) in self.cores.iter().enumerate() {
-            let Some(t) = running(c).filter(|_| core.clock < horizon) else { continue };
+        for c in 0..self.cores.len() {
+            let Some(t) = below(c) else { continue };
             // An address space's page table can be on one socket only.
             let space = self.machine.space_of(self.views[t.0 as usize].spec.asid);
             let socket = c / cores_per_socket;
@@ -932,10 +945,8 @@ impl Engine {
                 return None;
             }
             plan[socket].push((c % cores_per_socket, t));
-            work += horizon - core.clock;
         }
-        let sockets = plan.iter().filter(|p| !p.is_empty()).count();
-        (sockets > 1 && work >= APART_WORK).then_some((horizon, plan))
+        Some((horizon, plan))
     }
 
     /// Run each socket's part of `plan` on a thread of its own (the first on

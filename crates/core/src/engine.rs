@@ -60,9 +60,16 @@ const POOLED_TASKS: usize = 512;
 /// and joins threads: tens of microseconds).
 const APART_WORK: u64 = 200_000;
 
-/// For each socket, the cores (numbered within it) that run in a stretch
-/// with the sockets apart, and their tasks.
-type Plan = Vec<Vec<(usize, TaskId)>>;
+/// What one socket runs in a stretch with the sockets apart: its cores
+/// (numbered within it) with their tasks, and the tasks' address spaces.
+#[derive(Default)]
+struct SocketPlan {
+    lanes: Vec<(usize, TaskId)>,
+    spaces: Vec<usize>,
+}
+
+/// Per socket, what it runs in a stretch.
+type Plan = Vec<SocketPlan>;
 
 /// One task's stream and bookkeeping.
 struct TaskRun {
@@ -146,9 +153,10 @@ struct StepCtx {
 }
 
 impl TaskRun {
-    /// Make sure accesses are buffered; false (and `ended` set) if the
-    /// stream ended or the task reached its `limit`.
-    fn refill(&mut self, limit: Option<u64>) -> Result<bool> {
+    /// Make sure accesses are buffered; false (with `ended` set, and the
+    /// task's `core` to decide) if the stream ended or the task reached its
+    /// `limit`.
+    fn refill(&mut self, core: &mut CoreRun, limit: Option<u64>) -> Result<bool> {
         let limited = limit.is_some_and(|m| self.accesses >= m);
         if !limited && self.pos == self.len {
             self.len = self.workload.fill_vec(&mut self.buf)?;
@@ -157,6 +165,7 @@ impl TaskRun {
         }
         if limited || self.len == 0 {
             self.ended = true;
+            core.pending = true;
             return Ok(false);
         }
         Ok(true)
@@ -215,10 +224,7 @@ impl TaskRun {
         if reached(core.until_instructions, view.instructions) || reached(core.until_cycles, core.clock) {
             core.pending = true;
         }
-        if !self.refill(view.spec.max_accesses)? {
-            core.pending = true;
-        }
-        Ok(())
+        self.refill(core, view.spec.max_accesses).map(|_| ())
     }
 }
 
@@ -826,7 +832,7 @@ impl Engine {
             return self.emit(self.cores[c].clock, Some(c), Some(task), Event::Mark);
         }
         let ti = task.0 as usize;
-        if !self.refill(c, ti)? {
+        if !self.tasks[ti].refill(&mut self.cores[c], self.views[ti].spec.max_accesses)? {
             return Ok(());
         }
         let ctx = self.step_ctx();
@@ -934,17 +940,19 @@ impl Engine {
         if sockets < 2 || work < APART_WORK {
             return None;
         }
-        let mut plan: Plan = vec![Vec::new(); self.topology.sockets as usize];
+        let mut plan: Plan = (0..self.topology.sockets).map(|_| SocketPlan::default()).collect();
         let mut socket_of_space = std::collections::HashMap::new();
         for c in 0..self.cores.len() {
             let Some(t) = below(c) else { continue };
-            // An address space's page table can be on one socket only.
             let space = self.machine.space_of(self.views[t.0 as usize].spec.asid);
             let socket = c / cores_per_socket;
-            if *socket_of_space.entry(space).or_insert(socket) != socket {
-                return None;
+            // An address space's page table can be on one socket only.
+            match *socket_of_space.entry(space).or_insert(socket) {
+                s if s != socket => return None,
+                _ if !plan[socket].spaces.contains(&space) => plan[socket].spaces.push(space),
+                _ => {}
             }
-            plan[socket].push((c % cores_per_socket, t));
+            plan[socket].lanes.push((c % cores_per_socket, t));
         }
         Some((horizon, plan))
     }
@@ -957,20 +965,11 @@ impl Engine {
     /// task and node counters, the page tables of its tasks, its notes),
     /// taken back afterwards.
     fn run_apart(&mut self, horizon: u64, plan: Plan) -> Result<()> {
-        let spaces: Vec<Vec<usize>> = plan
-            .iter()
-            .map(|p| {
-                let mut spaces: Vec<usize> =
-                    p.iter().map(|&(_, t)| self.machine.space_of(self.views[t.0 as usize].spec.asid)).collect();
-                spaces.sort_unstable();
-                spaces.dedup();
-                spaces
-            })
-            .collect();
-        let ran: Vec<Vec<usize>> = plan.iter().map(|p| p.iter().map(|&(_, t)| t.0 as usize).collect()).collect();
+        let spaces: Vec<Vec<usize>> = plan.iter().map(|p| p.spaces.clone()).collect();
+        let ran: Vec<Vec<usize>> = plan.iter().map(|p| p.lanes.iter().map(|&(_, t)| t.0 as usize).collect()).collect();
         let mut place = vec![None; self.tasks.len()];
         for (s, p) in plan.iter().enumerate() {
-            for &(c, t) in p {
+            for &(c, t) in &p.lanes {
                 place[t.0 as usize] = Some((s, c));
             }
         }
@@ -1002,16 +1001,6 @@ impl Engine {
             self.accesses_apart += n;
         }
         Ok(())
-    }
-
-    /// Make sure task `ti` (on core `c`) has accesses buffered; if its
-    /// stream ended or it reached its limit, mark it ended and return false.
-    fn refill(&mut self, c: usize, ti: usize) -> Result<bool> {
-        let more = self.tasks[ti].refill(self.views[ti].spec.max_accesses)?;
-        if !more {
-            self.cores[c].pending = true;
-        }
-        Ok(more)
     }
 
     /// The end of warm-up, at time `now`: forget every counter; intervals start now.
@@ -1211,20 +1200,17 @@ fn run_socket(job: (usize, Part<'_>, &mut [CoreRun], Vec<Lane<'_>>), horizon: u6
             return Ok(done);
         };
         let core = &mut cores[*c];
-        if !run.refill(view.spec.max_accesses)? {
-            core.pending = true;
-            horizon = horizon.min(core.clock);
-            continue;
+        if run.refill(core, view.spec.max_accesses)? {
+            let (id, task, asid) = (CoreId((first_core + *c) as u32), run.id, view.spec.asid);
+            let most = run.most(ctx.batch, view.spec.max_accesses);
+            let (n, _) = run.run_chunk(core, view, ctx, most, |chunk| {
+                let counted = part.task(task).instructions;
+                let stall = part.run(id, task, asid, chunk);
+                (stall, 0, part.task(task).instructions - counted)
+            });
+            done += n as u64;
+            run.close_chunk(core, view)?;
         }
-        let (id, task, asid) = (CoreId((first_core + *c) as u32), run.id, view.spec.asid);
-        let most = run.most(ctx.batch, view.spec.max_accesses);
-        let (n, _) = run.run_chunk(core, view, ctx, most, |chunk| {
-            let counted = part.task(task).instructions;
-            let stall = part.run(id, task, asid, chunk);
-            (stall, 0, part.task(task).instructions - counted)
-        });
-        done += n as u64;
-        run.close_chunk(core, view)?;
         if core.pending {
             horizon = horizon.min(core.clock);
         }

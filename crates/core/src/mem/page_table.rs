@@ -232,7 +232,15 @@ impl PageTable {
     /// `spaces`, taken out of this one until [`PageTable::take_back`]: for
     /// a socket simulated on another thread, which uses only those.
     pub fn lend(&mut self, spaces: &[usize]) -> PageTable {
-        let mut lent = PageTable { spaces: vec![None; self.spaces.len()], exhausted: false, ..self.clone_settings() };
+        let mut lent = PageTable {
+            page_shift: self.page_shift,
+            placement: self.placement,
+            identity: self.identity,
+            frames: self.frames.clone(),
+            spaces: vec![None; self.spaces.len()],
+            space_of: self.space_of.clone(),
+            exhausted: false,
+        };
         for &s in spaces {
             lent.spaces[s] = self.spaces[s].take();
         }
@@ -247,19 +255,6 @@ impl PageTable {
             }
         }
         self.exhausted |= lent.exhausted;
-    }
-
-    /// Everything but the address spaces.
-    fn clone_settings(&self) -> PageTable {
-        PageTable {
-            page_shift: self.page_shift,
-            placement: self.placement,
-            identity: self.identity,
-            frames: self.frames.clone(),
-            spaces: Vec::new(),
-            space_of: self.space_of.clone(),
-            exhausted: self.exhausted,
-        }
     }
 
     fn node_for(&self, vpn: u64, toucher_node: u32) -> u32 {

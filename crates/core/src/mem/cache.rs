@@ -335,6 +335,16 @@ impl<H: HitUpdate> HitState<'_, H> {
     /// A demand hit on `slot` of a cache of `WAYS` ways (0: any).
     #[inline(always)]
     fn touch_hit<const WAYS: usize>(&mut self, slot: Slot, req: &Req) {
+        if self.effects::<WAYS>(slot, req) {
+            *self.last = slot;
+        }
+    }
+
+    /// What [`HitState::touch_hit`] changes apart from the last-hit hint;
+    /// returns whether the hit moved the line in the replacement order
+    /// (and so becomes the hint).
+    #[inline(always)]
+    fn effects<const WAYS: usize>(&mut self, slot: Slot, req: &Req) -> bool {
         debug_assert!(req.kind != ReqKind::Writeback, "write-backs go through writeback_hit");
         debug_assert!(WAYS == 0 || WAYS == self.ways);
         let at = slot.set * if WAYS == 0 { self.ways } else { WAYS } + slot.way;
@@ -346,19 +356,22 @@ impl<H: HitUpdate> HitState<'_, H> {
             self.meta[at].mark_dirty(store);
         }
         if store && self.store_keeps_order {
-            return;
+            return false;
         }
-        *self.last = slot;
         self.policy.hit(at, &Cache::touch(slot, req));
+        true
     }
 }
 
 /// A cache's demand-hit path for the machine's run of L1 hits
 /// ([`Cache::hit_run`]): lookups and hits as [`Cache::find`] and
-/// [`Cache::touch_hit`] make them; the caller counts the hits.
+/// [`Cache::touch_hit`] make them; the caller counts the hits and ends
+/// the run with [`HitRun::settle`].
 pub struct HitRun<'a, H = &'a mut Policy> {
     lookup: Lookup<'a>,
     state: HitState<'a, H>,
+    /// The last-hit hint, written once when the run ends ([`HitRun::settle`]).
+    latest: Option<Slot>,
     /// Whether stores are kept here (a write-through store is not a plain hit).
     pub write_back: bool,
     /// Cycles of a hit.
@@ -392,7 +405,17 @@ impl<H: HitUpdate> HitRun<'_, H> {
     /// `WAYS` ways known when compiling (0: any).
     #[inline(always)]
     pub fn touch_hit<const WAYS: usize>(&mut self, slot: Slot, req: &Req) {
-        self.state.touch_hit::<WAYS>(slot, req);
+        if self.state.effects::<WAYS>(slot, req) {
+            self.latest = Some(slot);
+        }
+    }
+
+    /// End the run: the cache's last-hit hint is the run's last hit.
+    #[inline(always)]
+    pub fn settle(self) {
+        if let Some(slot) = self.latest {
+            *self.state.last = slot;
+        }
     }
 }
 
@@ -405,10 +428,10 @@ impl<'a> HitRun<'a> {
     /// The same run with LRU's clock in a register ([`Policy::lru_run`]),
     /// if the policy is LRU with room for `most` hits.
     pub fn lru(self, most: usize) -> Option<HitRun<'a, StampRun<'a>>> {
-        let HitRun { lookup, state, write_back, latency_cycles } = self;
+        let HitRun { lookup, state, latest, write_back, latency_cycles } = self;
         let HitState { meta, policy, last, ways, store_dirties, store_keeps_order } = state;
         let state = HitState { meta, policy: policy.lru_run(most)?, last, ways, store_dirties, store_keeps_order };
-        Some(HitRun { lookup, state, write_back, latency_cycles })
+        Some(HitRun { lookup, state, latest, write_back, latency_cycles })
     }
 }
 
@@ -592,7 +615,7 @@ impl Cache {
     pub fn hit_run(&mut self) -> Option<HitRun<'_>> {
         let (write_back, latency_cycles) = (self.write_back, self.latency_cycles);
         let (tags, state) = self.split();
-        Some(HitRun { lookup: tags.lookup()?, state, write_back, latency_cycles })
+        Some(HitRun { lookup: tags.lookup()?, state, latest: None, write_back, latency_cycles })
     }
 
     /// Record a write-back from the level above hitting `slot`: the line
@@ -1102,6 +1125,33 @@ mod tests {
         let ev = c.fill(LineAddr(6), false, &req(ReqKind::Load));
         assert_eq!(ev, Filled::Placed(Some(Evicted { line: LineAddr(5), owner: TaskId(0), dirty: true })));
         assert_eq!(c.stats.dirty_evictions, 1);
+    }
+
+    #[test]
+    fn a_run_of_hits_leaves_its_last_hit_as_the_rehit_hint() {
+        // Lines 0 and 4 share the one set; filling 4 last makes it the hint.
+        for stamps in [false, true] {
+            let mut c = cache(4, 2, "lru");
+            let (x, y) = (LineAddr(0), LineAddr(4));
+            for line in [x, y] {
+                c.fill(line, false, &req(ReqKind::Load));
+            }
+            fn hits<H: HitUpdate>(mut run: HitRun<'_, H>, lines: &[LineAddr]) {
+                for &line in lines {
+                    let slot = run.find(line).unwrap();
+                    run.touch_hit::<0>(slot, &req(ReqKind::Load));
+                }
+                run.settle();
+            }
+            let run = c.hit_run().unwrap();
+            if stamps {
+                hits(run.lru(2).unwrap(), &[y, x]);
+            } else {
+                hits(run, &[y, x]);
+            }
+            assert!(c.rehit_possible(x), "x is the set's latest (stamps: {stamps})");
+            assert!(!c.rehit_possible(y), "y is not (stamps: {stamps})");
+        }
     }
 
     #[test]

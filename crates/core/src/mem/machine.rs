@@ -1880,12 +1880,15 @@ impl HitRunCtx {
             stores += store as u64;
             ran += 1;
         }
+        let cycles = ran as u64 * (tlb.latency_cycles + l1.latency_cycles) as u64;
+        tlb.settle();
+        l1.settle();
         if ran > 0 {
             tally.tlb[0] += ran as u64;
             tally.l1[0][ReqKind::Load as usize] += ran as u64 - stores;
             tally.l1[0][ReqKind::Store as usize] += stores;
         }
         let memo = Memo { vline: vline_run.wrapping_add(1), asid: asid.0, pline: line.0 };
-        (ran, memo, ran as u64 * (tlb.latency_cycles + l1.latency_cycles) as u64, stop)
+        (ran, memo, cycles, stop)
     }
 }

@@ -163,10 +163,10 @@ impl<H: HitUpdate> HitState<'_, H> {
         slot.set * if WAYS == 0 { self.ways } else { WAYS } + slot.way
     }
 
+    /// A hit on `slot`, except the last-hit hint, which the caller sets.
     #[inline(always)]
     fn touch<const WAYS: usize>(&mut self, slot: Slot) -> u64 {
         let at = self.at::<WAYS>(slot);
-        *self.last = slot;
         self.policy.hit(at, &Tlb::touched(slot));
         self.frames[at]
     }
@@ -174,10 +174,12 @@ impl<H: HitUpdate> HitState<'_, H> {
 
 /// A TLB's hit path for the machine's run of L1 hits ([`Tlb::hit_run`]):
 /// lookups and hits as [`Tlb::find`] and [`Tlb::touch`] make them; the
-/// caller counts the hits.
+/// caller counts the hits and ends the run with [`HitRun::settle`].
 pub struct HitRun<'a, H = &'a mut Policy> {
     lookup: Lookup<'a>,
     state: HitState<'a, H>,
+    /// The last-hit hint, written once when the run ends ([`HitRun::settle`]).
+    latest: Option<Slot>,
     /// Cycles of a hit.
     pub latency_cycles: u32,
 }
@@ -217,6 +219,15 @@ impl<H: HitUpdate> HitRun<'_, H> {
     #[inline(always)]
     pub fn touch<const WAYS: usize>(&mut self, slot: Slot) {
         self.state.touch::<WAYS>(slot);
+        self.latest = Some(slot);
+    }
+
+    /// End the run: the TLB's last-hit hint is the run's last hit.
+    #[inline(always)]
+    pub fn settle(self) {
+        if let Some(slot) = self.latest {
+            *self.state.last = slot;
+        }
     }
 }
 
@@ -228,9 +239,9 @@ impl<'a> HitRun<'a> {
 
     /// The same run with LRU's clock in a register, as `cache::HitRun::lru`.
     pub fn lru(self, most: usize) -> Option<HitRun<'a, StampRun<'a>>> {
-        let HitRun { lookup, state: HitState { frames, policy, last, ways }, latency_cycles } = self;
+        let HitRun { lookup, state: HitState { frames, policy, last, ways }, latest, latency_cycles } = self;
         let state = HitState { frames, policy: policy.lru_run(most)?, last, ways };
-        Some(HitRun { lookup, state, latency_cycles })
+        Some(HitRun { lookup, state, latest, latency_cycles })
     }
 }
 
@@ -330,6 +341,7 @@ impl Tlb {
     /// [`Tlb::hit`] without the counter, for callers that count hits in bulk.
     #[inline(always)]
     pub fn touch(&mut self, slot: Slot) -> u64 {
+        self.last = slot;
         self.split().1.touch::<0>(slot)
     }
 
@@ -347,7 +359,7 @@ impl Tlb {
     pub fn hit_run(&mut self) -> Option<HitRun<'_>> {
         let latency_cycles = self.latency_cycles;
         let (tags, state) = self.split();
-        Some(HitRun { lookup: tags.lookup()?, state, latency_cycles })
+        Some(HitRun { lookup: tags.lookup()?, state, latest: None, latency_cycles })
     }
 
     /// Whether `key` is the entry hit or filled last and hitting it again
@@ -475,6 +487,23 @@ mod tests {
         t.lookup(key(Asid(0), 0));
         assert_eq!(t.insert(key(Asid(0), 12 * 128), 12), Some((key(Asid(0), 128), 1)));
         assert!(t.probe(key(Asid(0), 0)));
+    }
+
+    #[test]
+    fn a_run_of_hits_leaves_its_last_hit_as_the_rehit_hint() {
+        // Pages 0 and 4 share set 0; inserting 4 last makes it the hint.
+        let (x, y) = (key(Asid(0), 0), key(Asid(0), 4));
+        let mut t = tlb(8, 2);
+        t.insert(x, 1);
+        t.insert(y, 2);
+        let mut run = t.hit_run().unwrap();
+        for k in [y, x] {
+            let slot = run.find(k).unwrap();
+            run.touch::<0>(slot);
+        }
+        run.settle();
+        assert!(t.rehit_possible(x), "x is the set's latest");
+        assert!(!t.rehit_possible(y), "y is not");
     }
 
     #[test]

@@ -339,8 +339,14 @@ fn split(all: &[Access], pages: usize) -> Vec<u64> {
                 half.0.send(chunk).unwrap();
             }
         }
-        let counts: Vec<[u64; 9]> =
-            halves.into_iter().map(|(send, half)| (drop(send), half.join().unwrap()).1).collect();
+        // Closing each channel ends its half's loop.
+        let counts: Vec<[u64; 9]> = halves
+            .into_iter()
+            .map(|(send, half)| {
+                drop(send);
+                half.join().unwrap()
+            })
+            .collect();
         floor_counts(std::array::from_fn(|i| counts[0][i] + counts[1][i]), &t)
     })
 }

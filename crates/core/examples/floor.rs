@@ -3,9 +3,10 @@
 //! engine on the same accesses, whose counts it must equal.
 //!
 //! The floor keeps only what the counts need: LRU stamps, a 32-bit tag and
-//! a dirty flag per line, a tag and a frame per TLB entry, frames handed out
-//! in first-touch order (so the engine runs with `frame_allocation =
-//! "sequential"`). No owners, no first-touch sets, no per-task or per-kind
+//! a dirty flag per line, a tag and a frame per TLB entry (searched and
+//! replaced with the engine's SSE2 primitives, `tags::matches` and
+//! `util::argmin`), frames handed out in first-touch order (so the engine
+//! runs with `frame_allocation = "sequential"`). No owners, no first-touch sets, no per-task or per-kind
 //! counters, no hooks, one geometry known at compile time. Both run the
 //! trace decoded beforehand, in memory; decoding is timed on its own.
 //! The floor runs once on one thread and once split over three: the
@@ -15,46 +16,19 @@
 //! so the floor bounds what the engine can reach on this host.
 //!
 //! `cargo run --release --example floor -- TRACE.cst [repeats]`
-use std::arch::x86_64::{__m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_set1_epi32};
 use std::time::Instant;
 
 use cachesched_core::config;
 use cachesched_core::mem::machine::Machine;
 use cachesched_core::mem::page_table::FrameAllocation;
+use cachesched_core::mem::tags;
 use cachesched_core::stats::Level;
 use cachesched_core::trace::native::NativeReader;
 use cachesched_core::trace::Workload;
+use cachesched_core::util::argmin;
 use cachesched_core::{Access, AccessKind, Asid, CoreId, TaskId};
 
 const EMPTY: u32 = u32::MAX;
-
-/// The ways of `tags[base..base + WAYS]` equal to `tag`, one bit each (SSE2).
-#[inline(always)]
-fn matches<const WAYS: usize>(tags: &[u32], base: usize, tag: u32) -> u32 {
-    let set = &tags[base..base + WAYS];
-    let mut found = 0;
-    for q in 0..WAYS / 4 {
-        // SAFETY: `set` holds WAYS (a multiple of 4) tags; unaligned loads.
-        let m = unsafe {
-            let v = _mm_loadu_si128(set.as_ptr().add(q * 4) as *const __m128i);
-            _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_set1_epi32(tag as i32))))
-        };
-        found |= (m as u32) << (q * 4);
-    }
-    found
-}
-
-/// The least recently used way of a set's stamps, without branches.
-#[inline(always)]
-fn lru(stamps: &[u32]) -> usize {
-    let (mut way, mut least) = (0, stamps[0]);
-    for (i, &s) in stamps.iter().enumerate().skip(1) {
-        let older = s < least;
-        least = if older { s } else { least };
-        way = if older { i } else { way };
-    }
-    way
-}
 
 /// `SETS` x `WAYS` 32-bit tags under LRU: what a cache and a TLB share.
 struct Sets<const SETS: usize, const WAYS: usize> {
@@ -72,7 +46,7 @@ impl<const SETS: usize, const WAYS: usize> Sets<SETS, WAYS> {
     #[inline(always)]
     fn find(&self, key: u64) -> Option<usize> {
         let base = (key as usize % SETS) * WAYS;
-        let found = matches::<WAYS>(&self.tags, base, key as u32);
+        let found = tags::matches(&self.tags[base..base + WAYS], key as u32);
         (found != 0).then(|| base + found.trailing_zeros() as usize)
     }
 
@@ -90,7 +64,7 @@ impl<const SETS: usize, const WAYS: usize> Sets<SETS, WAYS> {
     #[inline(always)]
     fn place(&mut self, key: u64) -> (usize, u32) {
         let base = (key as usize % SETS) * WAYS;
-        let slot = base + lru(&self.stamps[base..base + WAYS]);
+        let slot = base + argmin(&self.stamps[base..base + WAYS]);
         self.clock += 1;
         self.stamps[slot] = self.clock;
         (slot, std::mem::replace(&mut self.tags[slot], key as u32))
@@ -281,13 +255,11 @@ impl<const L1: usize, const L2: usize, const LLC: usize> Caches<L1, L2, LLC> {
     }
 }
 
-/// The counts in the engine's order ([`engine_counts`]): the caches', then
-/// the translation's.
+/// The counts in the engine's order ([`engine_counts`]): the caches',
+/// with the translation's misses and cycles added in.
 fn floor_counts(caches: [u64; 9], t: &Translation) -> Vec<u64> {
-    let mut v = caches.to_vec();
-    v[8] += t.stall;
-    v.insert(6, t.misses);
-    v
+    let [l1_hits, l1_misses, l2_hits, l2_misses, llc_hits, llc_misses, reads, writes, stall] = caches;
+    vec![l1_hits, l1_misses, l2_hits, l2_misses, llc_hits, llc_misses, t.misses, reads, writes, stall + t.stall]
 }
 
 /// The whole floor on one thread, in passes over chunks of the accesses:

@@ -332,6 +332,15 @@ impl TagArray {
     }
 }
 
+/// Bit `w` set for every `w` with `set[w] == p`, as a lookup compares a
+/// set's fingerprints; `set` holds a multiple of four, at most 64.
+#[inline(always)]
+pub fn matches(set: &[u32], p: u32) -> u64 {
+    assert!(set.len().is_multiple_of(4) && set.len() <= 64, "a set of 4, 8, ... 64 fingerprints");
+    // SAFETY: `set` holds `set.len()` readable u32s, a multiple of four up to 64.
+    unsafe { match_prints(set.as_ptr(), set.len(), p) }
+}
+
 /// Bit `w` set for every `w < stride` with `prints[w] == p`.
 ///
 /// # Safety
@@ -379,6 +388,13 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #[test]
+        fn matches_marks_the_equal_fingerprints(quads in 1usize..17, prints in proptest::collection::vec(0u32..4, 64), p in 0u32..4) {
+            let set = &prints[..4 * quads];
+            let expected = set.iter().enumerate().filter(|&(_, &x)| x == p).fold(0u64, |m, (w, _)| m | 1 << w);
+            prop_assert_eq!(matches(set, p), expected);
+        }
+
         #[test]
         fn find_agrees_with_a_linear_scan(
             ways in 1usize..20, keys in proptest::collection::vec(0u64..40, 0..60), probes in proptest::collection::vec(0u64..40, 1..40),

@@ -13,6 +13,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from ._files import staged
 from . import _core
 from .errors import ConfigError
 
@@ -125,7 +126,8 @@ def plot(curves: pd.DataFrame | dict[str, pd.DataFrame], path: str | Path | None
         ax.set_title(title)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path)
+        with staged(path) as temp:
+            fig.savefig(temp, format=Path(path).suffix.lstrip(".") or None)
         plt.close(fig)
     return fig
 

@@ -72,7 +72,7 @@ fn run(label: &str, n: u64, kind: &str, params: &Value) -> Result<()> {
     let path = std::env::temp_dir().join(format!("cst_throughput_{}.cst", std::process::id()));
     let mut workload = build(kind, params, n)?;
     let mut chunk = vec![Access::default(); CHUNK];
-    let mut writer = NativeWriter::create(&path, &TraceHeader::new(format!("cst_throughput {label}")))?;
+    let mut writer = NativeWriter::create(&path, &TraceHeader::new(format!("cst_throughput {label}")), &[])?;
     let mut encode = Duration::ZERO;
     loop {
         let k = workload.fill(&mut chunk)?;

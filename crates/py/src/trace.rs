@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use cachesched_core::config::{parse_at, PluginConfig};
 use cachesched_core::error::Error;
 use cachesched_core::trace::convert::{copy, CopyOptions, PipeReader};
-use cachesched_core::trace::file::{TraceFormat, TraceParams};
+use cachesched_core::trace::file::{self, TraceFormat, TraceParams};
 use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};
 use cachesched_core::trace::mrc::{mrc_workload, MrcOptions};
 use cachesched_core::trace::native::{scan, NativeReader, NativeWriter, TraceHeader, TraceSummary};
@@ -156,7 +156,8 @@ fn trace_generate(
         header.meta = json!({"generator": config.to_raw(), "seed": seed});
         let mut reporter = Reporter::new(progress.as_ref());
         let outcome = py.detach(|| -> Result<TraceSummary, Error> {
-            let mut writer = NativeWriter::create(&path, &header)?;
+            let inputs = file::inputs(&raw, ctx.base_dir.as_deref());
+            let mut writer = NativeWriter::create(&path, &header, &inputs)?;
             let total = workload.len_hint();
             let mut buf = vec![Access::default(); 1 << 16];
             let mut done = 0u64;
@@ -203,7 +204,7 @@ fn trace_convert(py: Python<'_>, params_json: &str, path: PathBuf, progress: Opt
             let (format, mut workload) = params.open(&ctx)?;
             let mut header = TraceHeader::new(format!("{} trace {}", format.name(), params.path));
             header.meta = json!({"converted_from": {"path": params.path, "format": format.name()}});
-            let writer = NativeWriter::create(&path, &header)?;
+            let writer = NativeWriter::create(&path, &header, &[PathBuf::from(&params.path)])?;
             let copied =
                 copy(workload.as_mut(), writer, CopyOptions::default(), &mut |done| reporter.report(done, None))?;
             Ok((format, copied.summary))
@@ -247,7 +248,7 @@ fn trace_record(
             let mut reader = LackeyReader::new(PipeReader::new(src), name, LackeyOptions { ifetch });
             let mut header = TraceHeader::new(source);
             header.meta = meta;
-            let writer = NativeWriter::create(&path, &header)?;
+            let writer = NativeWriter::create(&path, &header, &[])?;
             let options = CopyOptions { skip_instructions, limit };
             let copied = copy(&mut reader, writer, options, &mut |done| reporter.report(done, None))?;
             Ok(json!({
@@ -313,7 +314,7 @@ fn trace_write(
         }
         let header = TraceHeader::new(source);
         let summary = (|| {
-            let mut writer = NativeWriter::create(&path, &header)?;
+            let mut writer = NativeWriter::create(&path, &header, &[])?;
             writer.write_all_thread(0, &accesses)?;
             writer.finish()
         })()

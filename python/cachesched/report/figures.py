@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .._files import staged
 from ..results import LEVELS
 from .runs import Run, Runs
 
@@ -382,6 +383,7 @@ def save(fig: Figure, out: Path, drawn: Drawn, formats: tuple[str, ...] = FORMAT
     out.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         path = out / f"{drawn.name}.{fmt}"
-        fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        with staged(path) as temp:
+            fig.savefig(temp, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
         drawn.files[fmt] = path
     return drawn

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._files import write_text
 from .. import __version__
 from .figures import Drawn
 from .runs import Runs
@@ -132,5 +133,5 @@ def render(runs: Runs, drawn: list[Drawn], title: str) -> str:
 
 def write(runs: Runs, drawn: list[Drawn], path: Path, title: str) -> Path:
     """Write the page to ``path``."""
-    path.write_text(render(runs, drawn, title), encoding="utf-8")
+    write_text(path, render(runs, drawn, title))
     return path

@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from .._files import staged
+
 HOLDS, PARTLY, FAILS, NOT_RUN = "holds", "partly", "does not hold", "not run in this version"
 VERDICTS = (HOLDS, PARTLY, FAILS, NOT_RUN)
 #: The columns of ``claims.csv``, in order.
@@ -100,5 +102,6 @@ class Claims:
     def write(self, path: str | Path) -> Path:
         """Write ``claims.csv``."""
         path = Path(path)
-        self.frame().to_csv(path, index=False)
+        with staged(path) as temp:
+            self.frame().to_csv(temp, index=False)
         return path

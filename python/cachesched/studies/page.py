@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._files import staged, write_text
 from .. import __version__
 from ..report import page as run_page
 from ..report.figures import Drawn
@@ -101,9 +102,11 @@ def write(out: Path, title: str, intro: str, sections: list[Section], claims: Cl
     out.mkdir(parents=True, exist_ok=True)
     for s in sections:
         for name, (df, _) in s.tables.items():
-            df.to_csv(out / f"{name}.csv", index=False)
-            df.to_parquet(out / f"{name}.parquet", index=False)
+            with staged(out / f"{name}.csv") as temp:
+                df.to_csv(temp, index=False)
+            with staged(out / f"{name}.parquet") as temp:
+                df.to_parquet(temp, index=False)
     claims.write(out / "claims.csv")
     path = out / "index.html"
-    path.write_text(render(title, intro, sections, claims), encoding="utf-8")
+    write_text(path, render(title, intro, sections, claims))
     return path

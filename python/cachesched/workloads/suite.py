@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .._files import write_text
 from . import inputs
 
 PROGRAMS_DIR = Path(__file__).parent / "programs"
@@ -238,7 +239,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
         "footprint_lines": scan["lines_64"], "footprint_pages": scan["pages_4k"], "trace": str(path),
         "trace_bytes": path.stat().st_size,
     }
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 

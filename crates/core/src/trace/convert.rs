@@ -6,13 +6,14 @@
 //! with the warm-up skipped by instruction count (as architects skip
 //! warm-up) and the length capped by access count.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::time::Duration;
 
 use super::native::{NativeWriter, TraceSummary};
 use super::Workload;
 use crate::error::Result;
 use crate::types::Access;
+use crate::util::staged::Output;
 
 /// What to copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,7 +71,7 @@ const PROGRESS_EVERY: u64 = 1 << 20;
 /// Copy `src` into `writer` (thread 0) and finish the file. `progress` gets
 /// the number of accesses read from `src` so far, about every million; an
 /// `Err` from it stops the copy.
-pub fn copy<W: Write>(
+pub fn copy<W: Output>(
     src: &mut dyn Workload,
     mut writer: NativeWriter<W>,
     options: CopyOptions,

@@ -124,25 +124,51 @@ impl TraceParams {
 
     /// Like [`build`](Self::build), also saying which format was read.
     pub fn open(&self, ctx: &WorkloadCtx) -> Result<(TraceFormat, Box<dyn Workload>)> {
-        let loc = |key: &str| join_path(&ctx.loc, &format!("params.{key}"));
         if self.path.is_empty() {
-            return Err(Error::config(loc("path"), "missing_field", "the path of the trace file is required"));
+            let loc = join_path(&ctx.loc, "params.path");
+            return Err(Error::config(loc, "missing_field", "the path of the trace file is required"));
         }
         let path = resolve(&self.path, ctx.base_dir.as_deref());
         let name = path.display().to_string();
-        let mut file = File::open(&path).map_err(|e| Error::io(&name, e))?;
-        let raw = read_head(&mut file, &name)?;
-        file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&name, e))?;
+        let file = File::open(&path).map_err(|e| Error::io(&name, e))?;
+        self.open_source(file, name, &ctx.loc)
+    }
+
+    /// Like [`open`](Self::open), reading `src` (named `name` in errors)
+    /// instead of the file at `path`; `loc` is the workload's key path.
+    pub fn open_source<R: Read + Seek + Send + 'static>(
+        &self,
+        mut src: R,
+        name: String,
+        loc: &str,
+    ) -> Result<(TraceFormat, Box<dyn Workload>)> {
+        let loc = |key: &str| join_path(loc, &format!("params.{key}"));
+        if self.limit == Some(0) {
+            return Err(Error::config(loc("limit"), "out_of_range", "limit must be at least 1 (or left out: all)"));
+        }
+        // Text traces are read front to back, so a pipe or a FIFO will do:
+        // the bytes read to recognise the format are put back in front of
+        // the rest, never sought back to.
+        let raw = read_head(&mut src, &name)?;
         let native = matches!(self.format, TraceFormat::Cst)
             || self.format == TraceFormat::Auto && raw.starts_with(&native::MAGIC);
         let (format, inner) = if native {
             self.check_options(TraceFormat::Cst, &loc)?;
-            (TraceFormat::Cst, self.open_cst(file, name, &loc)?)
+            if let Err(e) = src.seek(SeekFrom::Start(0)) {
+                let message = format!(
+                    "a .cst trace cannot be read from a pipe ({e}): its index needs seeking; \
+                                       give the file itself, or convert a text trace on the fly"
+                );
+                return Err(Error::trace(&name, TracePos { offset: Some(0), ..TracePos::default() }, message));
+            }
+            (TraceFormat::Cst, self.open_cst(src, name.clone(), &loc)?)
         } else {
-            let (format, src) = stream(file, &raw, &name, self.format)?;
+            let src = Box::new(Cursor::new(raw.clone()).chain(src));
+            let (format, src) = stream(src, &raw, &name, self.format)?;
             self.check_options(format, &loc)?;
-            (format, self.open_stream(format, src, name, &loc)?)
+            (format, self.open_stream(format, src, name.clone(), &loc)?)
         };
+        let inner = Primed::open(inner, &name, self.skip)?;
         Ok((
             format,
             match self.limit {
@@ -204,7 +230,12 @@ impl TraceParams {
         Ok(reader)
     }
 
-    fn open_cst(&self, mut file: File, name: String, loc: &dyn Fn(&str) -> String) -> Result<Box<dyn Workload>> {
+    fn open_cst<R: Read + Seek + Send + 'static>(
+        &self,
+        mut file: R,
+        name: String,
+        loc: &dyn Fn(&str) -> String,
+    ) -> Result<Box<dyn Workload>> {
         let (header, _) = native::read_header(&mut file, &name)?;
         let threads = header.threads.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
         let thread = match self.thread {
@@ -245,6 +276,29 @@ impl TraceParams {
     }
 }
 
+/// The trace files a workload reads: the `path` of every `kind = "trace"`
+/// table in `workload` (its raw form, nested workloads included), resolved
+/// against `base` as the workload resolves them.
+pub fn inputs(workload: &serde_json::Value, base: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![workload];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::Object(map) => {
+                if map.get("kind").and_then(|k| k.as_str()) == Some("trace") {
+                    if let Some(path) = map.get("params").and_then(|p| p.get("path")).and_then(|p| p.as_str()) {
+                        out.push(resolve(path, base));
+                    }
+                }
+                stack.extend(map.values());
+            }
+            serde_json::Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// `path` as given if absolute or if there is no base directory, else
 /// joined to `base`.
 fn resolve(path: &str, base: Option<&Path>) -> PathBuf {
@@ -265,11 +319,16 @@ fn read_head(src: &mut dyn Read, name: &str) -> Result<Vec<u8>> {
     Ok(head)
 }
 
-/// `file` (whose first bytes are `raw`) as a stream, decompressed if it is
+/// `src` (whose first bytes are `raw`) as a stream, decompressed if it is
 /// gzip or xz, and the format it holds: `format`, or if that is `auto`,
 /// the one recognised from the decompressed first bytes.
-fn stream(file: File, raw: &[u8], name: &str, format: TraceFormat) -> Result<(TraceFormat, Box<dyn Read + Send>)> {
-    let buffered = BufReader::with_capacity(1 << 16, file);
+fn stream(
+    src: Box<dyn Read + Send>,
+    raw: &[u8],
+    name: &str,
+    format: TraceFormat,
+) -> Result<(TraceFormat, Box<dyn Read + Send>)> {
+    let buffered = BufReader::with_capacity(1 << 16, src);
     let compression = Compression::detect(raw);
     let mut src: Box<dyn Read + Send> = match compression {
         Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(buffered)),
@@ -309,6 +368,44 @@ fn discard(workload: &mut dyn Workload, n: u64) -> Result<u64> {
         done += got as u64;
     }
     Ok(done)
+}
+
+/// A stream whose first access was read when it was opened: a trace that
+/// holds none is an error then, not a run of nothing.
+struct Primed {
+    first: Option<Access>,
+    inner: Box<dyn Workload>,
+}
+
+impl Primed {
+    fn open(mut inner: Box<dyn Workload>, name: &str, skip: u64) -> Result<Box<dyn Workload>> {
+        let mut one = [Access::default()];
+        if inner.fill(&mut one)? == 0 {
+            let after = if skip > 0 { format!(" after the {skip} skipped") } else { String::new() };
+            let at = TracePos { offset: Some(0), ..TracePos::default() };
+            return Err(Error::trace(name, at, format!("the trace holds no accesses{after}")));
+        }
+        Ok(Box::new(Primed { first: Some(one[0]), inner }))
+    }
+}
+
+impl Workload for Primed {
+    fn fill(&mut self, buf: &mut [Access]) -> Result<usize> {
+        match self.first.take() {
+            Some(a) if !buf.is_empty() => {
+                buf[0] = a;
+                Ok(1)
+            }
+            first => {
+                self.first = first;
+                self.inner.fill(buf)
+            }
+        }
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint().map(|n| n + u64::from(self.first.is_some()))
+    }
 }
 
 /// Passes on at most `left` more accesses of `inner`.
@@ -374,7 +471,7 @@ mod tests {
     fn write(dir: &Path, file: &str, threads: &[u32], n: u64) {
         let header = TraceHeader::new("test").with_threads(threads.to_vec());
         let options = WriterOptions { block_records: 100, level: 1 };
-        let mut w = NativeWriter::create_with(dir.join(file), &header, options).unwrap();
+        let mut w = NativeWriter::create_with(dir.join(file), &header, &[], options).unwrap();
         for &t in threads {
             w.write_all_thread(t, &stream(t, n)).unwrap();
         }
@@ -423,13 +520,14 @@ mod tests {
         assert_eq!(w.len_hint(), Some(300));
         assert_eq!(collect(w.as_mut()).unwrap(), all[250..550]);
 
-        // A limit past the end just ends with the stream; skip to the end is empty.
+        // A limit past the end just ends with the stream; nothing to replay
+        // (a skip to the end, a limit of 0) is an error, not an empty run.
         let mut w = build(&dir.0, serde_json::json!({"path": "one.cst", "skip": 990, "limit": 50})).unwrap();
         assert_eq!(collect(w.as_mut()).unwrap(), all[990..]);
-        let mut w = build(&dir.0, serde_json::json!({"path": "one.cst", "skip": 1000})).unwrap();
-        assert_eq!(collect(w.as_mut()).unwrap(), vec![]);
-        let mut w = build(&dir.0, serde_json::json!({"path": "one.cst", "limit": 0})).unwrap();
-        assert_eq!(collect(w.as_mut()).unwrap(), vec![]);
+        let err = fails(&dir.0, serde_json::json!({"path": "one.cst", "skip": 1000}));
+        assert!(err.to_string().contains("holds no accesses after the 1000 skipped"), "{err}");
+        let err = fails(&dir.0, serde_json::json!({"path": "one.cst", "limit": 0}));
+        assert_eq!(config_loc(&err), ("tasks[0].workload.params.limit".into(), "out_of_range"));
 
         let err = fails(&dir.0, serde_json::json!({"path": "one.cst", "skip": 1001}));
         assert_eq!(config_loc(&err), ("tasks[0].workload.params.skip".into(), "out_of_range"));
@@ -547,8 +645,8 @@ mod tests {
         }
         let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "skip": 1, "limit": 2})).unwrap();
         assert_eq!(collect(w.as_mut()).unwrap(), all[1..3]);
-        let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "skip": 4})).unwrap();
-        assert_eq!(collect(w.as_mut()).unwrap(), vec![]);
+        let err = fails(&dir.0, serde_json::json!({"path": "t.lackey", "skip": 4}));
+        assert!(err.to_string().contains("holds no accesses after the 4 skipped"), "{err}");
         let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "ifetch": true})).unwrap();
         assert_eq!(collect(w.as_mut()).unwrap().len(), 6);
     }
@@ -571,8 +669,7 @@ mod tests {
         let err = fails(&dir.0, serde_json::json!({"path": "t.din", "format": "champsim", "access_bytes": 0}));
         assert_eq!(config_loc(&err), ("tasks[0].workload.params.access_bytes".into(), "out_of_range"));
         // A forced format reads the file its way and reports where it fails.
-        let mut w = build(&dir.0, serde_json::json!({"path": "t.lackey", "format": "din"})).unwrap();
-        let err = collect(w.as_mut()).unwrap_err();
+        let err = fails(&dir.0, serde_json::json!({"path": "t.lackey", "format": "din"}));
         assert!(err.to_string().contains("t.lackey: line 1: byte offset 0"), "{err}");
         // A compressed .cst is named as such.
         write(&dir.0, "n.cst", &[0], 10);
@@ -595,6 +692,62 @@ mod tests {
             assert!(matches!(&err, Error::Trace { pos, .. } if pos.offset.is_some() && pos.line.is_some()), "{err}");
             assert!(err.to_string().contains("read failed"), "{err}");
         }
+    }
+
+    /// The path of a pipe that a thread fills with `bytes`, as a shell's
+    /// `producer | cachesched ... /dev/stdin` would give it.
+    fn piped(bytes: Vec<u8>) -> (String, std::thread::JoinHandle<()>, std::io::PipeReader) {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let path = format!("/proc/self/fd/{}", reader.as_raw_fd());
+        let feeder = std::thread::spawn(move || {
+            let _ = writer.write_all(&bytes);
+        });
+        (path, feeder, reader)
+    }
+
+    #[test]
+    fn text_traces_are_read_from_a_pipe_without_seeking() {
+        let dir = Scratch::new("pipe");
+        std::fs::write(dir.0.join("t.lackey"), LACKEY).unwrap();
+        let want = collect(build(&dir.0, serde_json::json!({"path": "t.lackey"})).unwrap().as_mut()).unwrap();
+        let [(_, gz), (_, xz)] = compressed(LACKEY.as_bytes());
+        for (bytes, format) in
+            [(LACKEY.as_bytes().to_vec(), "auto"), (LACKEY.as_bytes().to_vec(), "lackey"), (gz, "auto"), (xz, "lackey")]
+        {
+            let (path, feeder, _keep) = piped(bytes);
+            let mut w = build(&dir.0, serde_json::json!({"path": path, "format": format, "skip": 1})).unwrap();
+            assert_eq!(collect(w.as_mut()).unwrap(), want[1..], "{format}");
+            feeder.join().unwrap();
+        }
+        // A .cst needs its index: the error says why, and where.
+        write(&dir.0, "n.cst", &[0], 10);
+        let (path, feeder, keep) = piped(std::fs::read(dir.0.join("n.cst")).unwrap());
+        let err = fails(&dir.0, serde_json::json!({"path": path}));
+        assert!(matches!(&err, Error::Trace { pos, .. } if pos.offset == Some(0)), "{err}");
+        assert!(err.to_string().contains("cannot be read from a pipe"), "{err}");
+        drop(keep);
+        feeder.join().unwrap();
+    }
+
+    #[test]
+    fn a_trace_without_accesses_is_an_error_at_open() {
+        let dir = Scratch::new("empty");
+        std::fs::write(dir.0.join("empty"), b"").unwrap();
+        std::fs::write(dir.0.join("pids.lackey"), "==9== Lackey\n==9== done\n").unwrap();
+        let [(_, gz), _] = compressed(b"");
+        std::fs::write(dir.0.join("empty.gz"), gz).unwrap();
+        for (file, format) in
+            [("empty", "din"), ("empty", "lackey"), ("empty", "champsim"), ("empty.gz", "din"), ("pids.lackey", "auto")]
+        {
+            let err = fails(&dir.0, serde_json::json!({"path": file, "format": format}));
+            assert!(matches!(&err, Error::Trace { pos, .. } if pos.offset == Some(0)), "{err}");
+            assert!(err.to_string().contains("the trace holds no accesses"), "{file} as {format}: {err}");
+        }
+        write(&dir.0, "none.cst", &[0], 0);
+        let err = fails(&dir.0, serde_json::json!({"path": "none.cst"}));
+        assert!(err.to_string().contains("the trace holds no accesses"), "{err}");
     }
 
     #[test]

@@ -28,8 +28,8 @@
 //! which block is incomplete.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use zstd::zstd_safe;
@@ -39,6 +39,7 @@ use super::Workload;
 use crate::error::{Error, Result, TracePos};
 use crate::types::{Access, AccessKind, VirtAddr};
 use crate::util::hash::SeenSet;
+use crate::util::staged::{Output, StagedFile};
 use crate::util::varint;
 
 /// First 8 bytes of every `.cst` file.
@@ -818,6 +819,41 @@ impl Footer {
     }
 }
 
+/// Recompute every checksum of a `.cst` image in place (the header's, each
+/// block header's, the index's and the footer's) wherever its frame can be
+/// found, so that a fuzzer's mutations reach the checks behind the
+/// checksums. For fuzzing only.
+#[cfg(feature = "fuzzing")]
+pub fn reseal(b: &mut [u8]) {
+    let len = b.len();
+    let fixed = FILE_HEADER_FIXED as usize;
+    if len >= fixed + 4 && b[0..8] == MAGIC {
+        let meta_end = fixed + get_u32(b, 16) as usize;
+        if meta_end + 4 <= len {
+            let crc = crc32_update(crc32(&b[..fixed]), &b[fixed..meta_end]);
+            b[meta_end..meta_end + 4].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+    let mut p = 0;
+    while p + BLOCK_HEADER_LEN as usize <= len {
+        if b[p..p + 4] == BLOCK_MAGIC {
+            let crc = crc32(&b[p..p + 44]);
+            b[p + 44..p + 48].copy_from_slice(&crc.to_le_bytes());
+        }
+        p += 1;
+    }
+    if len >= FOOTER_LEN as usize && b[len - 8..] == FOOTER_MAGIC {
+        let f = len - FOOTER_LEN as usize;
+        let index = get_u64(b, f) as usize;
+        if index + 4 <= f {
+            let crc = crc32(&b[index..f]);
+            b[f + 36..f + 40].copy_from_slice(&crc.to_le_bytes());
+        }
+        let crc = crc32(&b[f..f + 44]);
+        b[f + 44..f + 48].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Writer.
 
@@ -849,14 +885,14 @@ struct ThreadBuf {
     blocks: u64,
 }
 
-/// Writes a `.cst` trace to any [`Write`] (no seeking needed).
+/// Writes a `.cst` trace to any [`Output`] (no seeking needed).
 ///
 /// Records are buffered per thread until a block is full, so memory is
 /// bounded by one block per thread plus one 32-byte index entry per block
-/// written. The file is only complete after [`finish`](Self::finish); a
-/// writer dropped before that leaves a file without index and footer, which
-/// readers report as truncated after its last complete block.
-pub struct NativeWriter<W: Write> {
+/// written. The trace is only complete after [`finish`](Self::finish),
+/// which commits the output: a file made by [`create`](Self::create) and
+/// dropped before that is not there at all.
+pub struct NativeWriter<W: Output> {
     out: W,
     name: String,
     options: WriterOptions,
@@ -868,21 +904,27 @@ pub struct NativeWriter<W: Write> {
     enc: Encoder,
 }
 
-impl NativeWriter<BufWriter<File>> {
-    /// Create (or truncate) the file at `path` and write `header` to it.
-    pub fn create(path: impl AsRef<Path>, header: &TraceHeader) -> Result<Self> {
-        Self::create_with(path, header, WriterOptions::default())
+impl NativeWriter<StagedFile> {
+    /// Write `header` to a new content of the file at `path`, which replaces
+    /// the file's old one on [`finish`](Self::finish). `inputs` are the files
+    /// the trace is made from: `path` may not be one of them.
+    pub fn create(path: impl AsRef<Path>, header: &TraceHeader, inputs: &[PathBuf]) -> Result<Self> {
+        Self::create_with(path, header, inputs, WriterOptions::default())
     }
 
     /// [`create`](Self::create) with explicit options.
-    pub fn create_with(path: impl AsRef<Path>, header: &TraceHeader, options: WriterOptions) -> Result<Self> {
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        header: &TraceHeader,
+        inputs: &[PathBuf],
+        options: WriterOptions,
+    ) -> Result<Self> {
         let name = path.as_ref().display().to_string();
-        let file = File::create(path.as_ref()).map_err(|e| Error::io(&name, e))?;
-        NativeWriter::new(BufWriter::with_capacity(1 << 20, file), name, header, options)
+        NativeWriter::new(StagedFile::create(path, inputs)?, name, header, options)
     }
 }
 
-impl<W: Write> NativeWriter<W> {
+impl<W: Output> NativeWriter<W> {
     /// A writer to `out`, named `name` in error messages; writes `header`.
     pub fn new(mut out: W, name: impl Into<String>, header: &TraceHeader, options: WriterOptions) -> Result<Self> {
         let name = name.into();
@@ -1077,8 +1119,8 @@ impl<W: Write> NativeWriter<W> {
         self.out
             .write_all(&index)
             .and_then(|_| self.out.write_all(&footer.to_bytes()))
-            .and_then(|_| self.out.flush())
             .map_err(|e| Error::io(name, e))?;
+        self.out.commit().map_err(|e| Error::io(&self.name, e))?;
         Ok(TraceSummary {
             accesses: footer.accesses,
             instructions: footer.instrs,
@@ -2335,7 +2377,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cst-native-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("disk.cst");
-        let mut w = NativeWriter::create(&path, &TraceHeader::new("disk")).unwrap();
+        let mut w = NativeWriter::create(&path, &TraceHeader::new("disk"), &[]).unwrap();
         let accesses: Vec<_> = (0..10_000u64).map(|i| Access::load(i * 64, 8)).collect();
         for a in &accesses {
             w.write(a).unwrap();

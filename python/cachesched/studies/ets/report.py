@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..._files import staged, write_text
 from ...report.figures import FORMATS, STYLE
 
 CLAIM_COLUMNS = ["id", "claim", "measured", "verdict", "why"]
@@ -24,16 +25,19 @@ def write(out: Path, claims: list[dict], tables: dict[str, pd.DataFrame],
     out = Path(out)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(claims, columns=CLAIM_COLUMNS).to_csv(out / "claims.csv", index=False)
+    with staged(out / "claims.csv") as temp:
+        pd.DataFrame(claims, columns=CLAIM_COLUMNS).to_csv(temp, index=False)
     for name, df in tables.items():
-        df.to_csv(out / "tables" / f"{name}.csv", index=False)
+        with staged(out / "tables" / f"{name}.csv") as temp:
+            df.to_csv(temp, index=False)
     drawn = []
     for name, title, caption, fig in figures:
         with rc_context(STYLE):
             for fmt in FORMATS:
-                fig.savefig(out / "figures" / f"{name}.{fmt}", format=fmt)
+                with staged(out / "figures" / f"{name}.{fmt}") as temp:
+                    fig.savefig(temp, format=fmt)
         drawn.append((name, title, caption))
-    (out / "index.html").write_text(page(claims, tables, drawn, out, notes))
+    write_text(out / "index.html", page(claims, tables, drawn, out, notes))
     return {"claims": out / "claims.csv", "index": out / "index.html",
             "tables": sorted((out / "tables").glob("*.csv")), "figures": sorted((out / "figures").glob("*.png"))}
 

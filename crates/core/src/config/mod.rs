@@ -9,6 +9,7 @@
 //! the user's `machine` table is merged over the preset's, key by key, so a
 //! config only says what differs.
 
+pub mod footprint;
 pub mod optional;
 pub mod plugin;
 pub mod presets;
@@ -58,6 +59,10 @@ pub struct RunParams {
     pub switch_cycles: u64,
     /// Cycles added to a switch that migrates the task to another core.
     pub migration_cycles: u64,
+    /// The most host memory the run may take (its caches', TLBs' and
+    /// shadows' arrays; see `config::footprint`); default: the host's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory: Option<ByteSize>,
 }
 
 impl Default for RunParams {
@@ -71,6 +76,7 @@ impl Default for RunParams {
             parallel_sockets: true,
             switch_cycles: 0,
             migration_cycles: 0,
+            max_memory: None,
         }
     }
 }
@@ -98,6 +104,10 @@ impl Default for StatsParams {
         StatsParams { interval: None, window: None, events: true, slices: true }
     }
 }
+
+/// The largest `run.batch`: a batch of 2^24 accesses is 512 MiB per task,
+/// far past the size beyond which batching gains nothing.
+pub const MAX_BATCH: u32 = 1 << 24;
 
 /// A whole simulation (the top of a TOML config).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -236,7 +246,12 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
             Vec::new()
         }
     };
-    issues.check(config.run.batch >= 1, "run.batch", "out_of_range", "expected at least 1");
+    issues.check(
+        (1..=MAX_BATCH).contains(&config.run.batch),
+        "run.batch",
+        "out_of_range",
+        format!("expected 1 to 2^24 accesses, got {}", config.run.batch),
+    );
     // Core clocks are 64-bit cycle counts: a cost beyond minutes of
     // simulated time per switch is a mistake, and could overflow them.
     for (key, cycles) in
@@ -257,6 +272,9 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     let mechanisms: Vec<MechanismConfig> = (config.mechanisms.iter().enumerate())
         .filter_map(|(i, raw)| issues.absorb(MechanismConfig::parse(raw, &format!("mechanisms[{i}]"))))
         .collect();
+    issues.finish()?;
+    let mut issues = Issues::default();
+    footprint::check(&config, &tasks, &mut issues);
     issues.finish()?;
     let scheduler = scheduler.expect("validated");
     let mut valid = ValidConfig { config, tasks, scheduler, mechanisms, interval, window };

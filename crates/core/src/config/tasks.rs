@@ -93,6 +93,10 @@ pub fn single(workload: WorkloadConfig) -> TaskSpec {
     }
 }
 
+/// The most tasks a run may have: 2^16, sixteen per core of the largest
+/// machine (4096 cores).
+pub const MAX_TASKS: usize = 1 << 16;
+
 /// Expand `[[tasks]]` entries found at `loc` for a machine of `cores` cores,
 /// recording every problem; each entry's workload gets its defaults filled in.
 pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Issues) -> Vec<TaskSpec> {
@@ -106,6 +110,12 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
         let at = format!("{loc}[{i}]");
         let field = |f: &str| join_path(&at, f);
         issues.check(entry.count >= 1, field("count"), "out_of_range", "expected at least 1 copy");
+        let room = MAX_TASKS - out.len().min(MAX_TASKS);
+        if entry.count as usize > room {
+            let message = format!("{} copies would make more than {MAX_TASKS} tasks in all", entry.count);
+            issues.push(field("count"), "out_of_range", message);
+            continue;
+        }
         if let Some(asid) = entry.asid {
             issues.check(
                 asid < MAX_ASIDS,

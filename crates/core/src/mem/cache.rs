@@ -13,6 +13,7 @@ use super::replacement::{self, HitUpdate, Policy, Replacement, ReqKind, StampRun
 use crate::config::{ByteSize, PluginConfig};
 use crate::error::{Issues, Result};
 use crate::types::{LineAddr, TaskId, VirtAddr};
+use crate::util::alloc;
 use crate::util::hash::SeenSet;
 
 pub use super::tags::Slot;
@@ -100,6 +101,20 @@ impl CacheParams {
     /// Number of lines.
     pub fn lines(&self) -> u64 {
         self.size_bytes.0 / self.line_bytes.max(1) as u64
+    }
+
+    /// Host bytes a cache of these params for line numbers below
+    /// `2^line_bits` holds from its start, at most: its tags, each line's
+    /// owner, flags and lock flag, and the replacement state. The lines it
+    /// has seen (for compulsory misses) grow with what a run touches and are
+    /// not counted.
+    pub fn host_bytes(&self, line_bits: u32) -> u64 {
+        let ways = self.effective_ways().max(1);
+        let sets = (self.lines() / ways).max(1);
+        let per_line = (std::mem::size_of::<Meta>() + std::mem::size_of::<bool>()) as u64;
+        TagArray::host_bytes(sets, ways, line_bits)
+            .saturating_add(replacement::host_bytes(sets, ways))
+            .saturating_add(sets.saturating_mul(ways).saturating_mul(per_line))
     }
 
     /// Effective associativity.
@@ -484,16 +499,24 @@ impl Cache {
     pub fn new(params: &CacheParams, line_bits: u32, seed: u64, component: &str, loc: &str) -> Result<Cache> {
         let ways = params.effective_ways() as usize;
         let sets = (params.lines() as usize / ways).max(1);
-        let policy =
-            replacement::build(&params.replacement, sets, ways, seed, component, &format!("{loc}.replacement"))?;
+        let size_key = format!("{loc}.size_bytes");
+        let policy = replacement::build(
+            &params.replacement,
+            sets,
+            ways,
+            seed,
+            component,
+            &format!("{loc}.replacement"),
+            &size_key,
+        )?;
         let rehit_is_noop = policy.rehit_is_noop();
         Ok(Cache {
             path: component.to_string(),
             index: SetIndex::new(sets),
-            tags: TagArray::new(sets, ways, line_bits),
-            meta: vec![Meta::EMPTY; sets * ways],
+            tags: TagArray::new(sets, ways, line_bits, &size_key)?,
+            meta: alloc::filled(sets * ways, Meta::EMPTY, "line owners", &size_key)?,
             owned: Vec::new(),
-            locked: vec![false; sets * ways],
+            locked: alloc::zeroed(sets * ways, "lock flags", &size_key)?,
             locked_count: 0,
             partition: None,
             policy,

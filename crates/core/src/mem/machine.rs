@@ -33,9 +33,13 @@ use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::stats::atd::Atd;
 use crate::stats::attribution::{Attributed, Attribution};
-use crate::stats::notes::{Note, Notebook};
+use crate::stats::notes::{self, Note, Notebook};
 use crate::stats::{Level, NodeStats, TaskStats};
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
+
+/// The most NUMA nodes a machine may have: Linux's `MAX_NUMNODES` with its
+/// largest `NODES_SHIFT` (10).
+pub const MAX_NODES: u32 = 1024;
 
 /// Memory and NUMA configuration (`machine.memory`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +133,63 @@ impl Default for MachineParams {
 }
 
 impl MachineParams {
+    /// The host memory a machine of these params takes, at most, running
+    /// `tasks` tasks in `spaces` address spaces: its parts, each with the
+    /// key that decides its size (`loc` is the machine's). What grows with
+    /// the pages and lines a run touches (page tables, the lines each cache
+    /// has seen) is not counted.
+    pub fn host_bytes(&self, tasks: u64, spaces: u64, loc: &str) -> Vec<(String, u64)> {
+        let at = |key: &str| format!("{loc}.{key}");
+        let sockets = self.sockets as u64;
+        let cores = self.cores() as u64;
+        let line_bits = Machine::line_bits(self);
+        let mut parts = vec![(loc.to_string(), notes::HOST_BYTES)];
+        for (name, params) in [("l1i", self.l1i.as_ref()), ("l1d", Some(&self.l1d)), ("l2", self.l2.as_ref())] {
+            if let Some(p) = params {
+                parts.push((at(&format!("{name}.size_bytes")), p.host_bytes(line_bits).saturating_mul(cores)));
+            }
+        }
+        if let Some(p) = &self.llc {
+            parts.push((at("llc.size_bytes"), p.host_bytes(line_bits).saturating_mul(sockets)));
+        }
+        if let Some(t) = &self.tlb {
+            for (name, params) in [("l1d", Some(&t.l1d)), ("l1i", t.l1i.as_ref()), ("l2", t.l2.as_ref())] {
+                if let Some(p) = params {
+                    parts.push((at(&format!("tlb.{name}.entries")), p.host_bytes().saturating_mul(cores)));
+                }
+            }
+        }
+        // Each node's counters, in the machine and in each socket's share,
+        // and its frames handed out to each address space.
+        let per_node = (std::mem::size_of::<NodeStats>() as u64) * (sockets + 1) + 8 * spaces.max(1);
+        parts.push((at("memory.nodes"), per_node.saturating_mul(self.nodes() as u64)));
+        if !self.attribution.is_empty() {
+            let (caches, tlbs) = self.attributed();
+            let shadows = Attribution::host_bytes_per_task(&caches, line_bits, tlbs);
+            parts.push((at("attribution"), shadows.saturating_mul(tasks)));
+        }
+        parts
+    }
+
+    /// The cache and TLB levels whose misses are attributed, with their params.
+    #[allow(clippy::type_complexity)]
+    fn attributed(&self) -> (Vec<(Level, &CacheParams)>, [Option<&tlb::TlbLevelParams>; 2]) {
+        let on = |a: Attributed| self.attribution.contains(&a);
+        let levels = [
+            (Attributed::L1i, Level::L1i, self.l1i.as_ref()),
+            (Attributed::L1d, Level::L1d, Some(&self.l1d)),
+            (Attributed::L2, Level::L2, self.l2.as_ref()),
+            (Attributed::Llc, Level::Llc, self.llc.as_ref()),
+        ];
+        let caches = levels.into_iter().filter(|(a, ..)| on(*a)).filter_map(|(_, l, p)| Some((l, p?))).collect();
+        let tlb = self.tlb.as_ref();
+        let tlbs = [
+            tlb.filter(|_| on(Attributed::TlbL1)).map(|t| &t.l1d),
+            tlb.filter(|_| on(Attributed::TlbL2)).and_then(|t| t.l2.as_ref()),
+        ];
+        (caches, tlbs)
+    }
+
     /// Total cores.
     pub fn cores(&self) -> u32 {
         self.sockets * self.cores_per_socket
@@ -192,6 +253,12 @@ impl MachineParams {
         let mloc = |field: &str| format!("{loc}.memory.{field}");
         let nodes = self.nodes();
         issues.check(nodes >= 1, mloc("nodes"), "out_of_range", "expected at least 1 node");
+        issues.check(
+            nodes <= MAX_NODES,
+            mloc("nodes"),
+            "out_of_range",
+            format!("at most {MAX_NODES} nodes are supported (Linux's largest MAX_NUMNODES), got {nodes}"),
+        );
         issues.check(
             m.page_bytes.0.is_power_of_two() && m.page_bytes.0 >= 4096,
             mloc("page_bytes"),
@@ -600,20 +667,7 @@ impl Machine {
         if params.attribution.is_empty() {
             return Ok(None);
         }
-        let on = |a: Attributed| params.attribution.contains(&a);
-        let levels = [
-            (Attributed::L1i, Level::L1i, params.l1i.as_ref()),
-            (Attributed::L1d, Level::L1d, Some(&params.l1d)),
-            (Attributed::L2, Level::L2, params.l2.as_ref()),
-            (Attributed::Llc, Level::Llc, params.llc.as_ref()),
-        ];
-        let caches: Vec<(Level, &CacheParams)> =
-            levels.into_iter().filter(|(a, ..)| on(*a)).filter_map(|(_, l, p)| Some((l, p?))).collect();
-        let tlb = params.tlb.as_ref();
-        let tlbs = [
-            tlb.filter(|_| on(Attributed::TlbL1)).map(|t| &t.l1d),
-            tlb.filter(|_| on(Attributed::TlbL2)).and_then(|t| t.l2.as_ref()),
-        ];
+        let (caches, tlbs) = params.attributed();
         Ok(Some(Attribution::new(&caches, line_bits, tlbs, seed)?))
     }
 

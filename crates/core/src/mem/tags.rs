@@ -15,6 +15,9 @@
 //! one host cache line for a 16-way set. That halves the host memory a
 //! miss in a large simulated cache touches.
 
+use crate::error::Result;
+use crate::util::alloc;
+
 /// The tag of an empty way. No real key is all ones: line numbers are
 /// addresses shifted right, TLB keys keep the top bits for small asids.
 pub const INVALID: u64 = u64::MAX;
@@ -82,8 +85,9 @@ const EMPTY_PRINT: u32 = u32::MAX;
 
 impl TagArray {
     /// An empty array of `sets` sets of `ways` ways holding keys below
-    /// `2^key_bits`.
-    pub fn new(sets: usize, ways: usize, key_bits: u32) -> TagArray {
+    /// `2^key_bits`; `size_key` is the key that sized it (named if the host
+    /// cannot give the memory).
+    pub fn new(sets: usize, ways: usize, key_bits: u32, size_key: &str) -> Result<TagArray> {
         let stride = ways.div_ceil(4) * 4;
         let set_bits = sets.trailing_zeros();
         // With at most 32 set bits, INVALID (all ones) shifts to EMPTY_PRINT.
@@ -92,7 +96,7 @@ impl TagArray {
         let mut t = TagArray {
             sets,
             ways,
-            tags: if exact.is_some() { Vec::new() } else { vec![INVALID; sets * ways] },
+            tags: if exact.is_some() { Vec::new() } else { alloc::filled(sets * ways, INVALID, "tags", size_key)? },
             prints: Vec::new(),
             stride,
             origin: 0,
@@ -101,9 +105,20 @@ impl TagArray {
             way_mask: if ways >= 64 { u64::MAX } else { (1 << ways) - 1 },
         };
         let empty = t.print(INVALID);
-        t.prints = vec![empty; sets * stride + 15];
+        t.prints = alloc::filled(sets * stride + 15, empty, "tags", size_key)?;
         t.origin = (64 - (t.prints.as_ptr() as usize & 63)) / 4 % 16;
-        t
+        Ok(t)
+    }
+
+    /// Host bytes an array of `sets x ways` for keys below `2^key_bits`
+    /// holds: fingerprints, padded sets and all, and the tags unless the
+    /// fingerprints are the tags.
+    pub fn host_bytes(sets: u64, ways: u64, key_bits: u32) -> u64 {
+        let set_bits = sets.trailing_zeros();
+        let exact = sets.is_power_of_two() && set_bits <= 32 && key_bits.saturating_sub(set_bits) <= 31;
+        let tags = if exact { 0 } else { sets.saturating_mul(ways).saturating_mul(8) };
+        let prints = sets.saturating_mul(ways.div_ceil(4) * 4).saturating_add(15).saturating_mul(4);
+        tags.saturating_add(prints)
     }
 
     /// The fingerprint of a key: its tag bits above the set index in an exact
@@ -401,7 +416,7 @@ mod tests {
             exact in any::<bool>(),
         ) {
             // Keys below 40 fit 6 bits: exact fingerprints; 64 bits: hashed.
-            let mut t = TagArray::new(2, ways, if exact { 6 } else { 64 });
+            let mut t = TagArray::new(2, ways, if exact { 6 } else { 64 }, "k").unwrap();
             let mut model: Vec<Option<u64>> = vec![None; 2 * ways];
             for (i, &k) in keys.iter().enumerate() {
                 let set = (k % 2) as usize;
@@ -423,7 +438,7 @@ mod tests {
 
     #[test]
     fn keys_differing_only_in_high_bits_are_told_apart() {
-        let mut t = TagArray::new(1, 8, 64);
+        let mut t = TagArray::new(1, 8, 64, "k").unwrap();
         t.set(Slot { set: 0, way: 3 }, (1 << 52) | 7);
         assert_eq!(t.find(0, 7), None);
         assert_eq!(t.find(0, (1 << 52) | 7), Some(Slot { set: 0, way: 3 }));
@@ -438,7 +453,7 @@ mod tests {
 
     #[test]
     fn fully_associative_arrays_of_many_ways() {
-        let mut t = TagArray::new(1, 512, 64);
+        let mut t = TagArray::new(1, 512, 64, "k").unwrap();
         for w in 0..512 {
             t.set(Slot { set: 0, way: w }, 1000 + w as u64);
         }

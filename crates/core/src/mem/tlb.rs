@@ -13,6 +13,7 @@ use super::tags::{Lookup, SetIndex, Slot, TagArray, INVALID};
 use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
 use crate::types::{Asid, TaskId, VirtAddr};
+use crate::util::alloc;
 
 /// Bits of a TLB key below the asid: virtual page numbers of 64-bit
 /// addresses with pages of at least 4 KiB fit in 52 bits.
@@ -39,6 +40,14 @@ impl Default for TlbLevelParams {
 }
 
 impl TlbLevelParams {
+    /// Host bytes a TLB of these params holds, at most: tags, frames and
+    /// replacement state.
+    pub fn host_bytes(&self) -> u64 {
+        let ways = self.ways.max(1) as u64;
+        let sets = (self.entries as u64 / ways).max(1);
+        TagArray::host_bytes(sets, ways, 64) + replacement::host_bytes(sets, ways) + sets * ways * 8
+    }
+
     /// Check the geometry and the replacement policy, recording problems
     /// under `loc`, and fill in the policy's default params.
     pub fn validate(&mut self, loc: &str, issues: &mut Issues) {
@@ -268,13 +277,21 @@ impl Tlb {
     pub fn new(params: &TlbLevelParams, seed: u64, component: &str, loc: &str) -> Result<Tlb> {
         let ways = params.ways as usize;
         let sets = params.entries as usize / ways;
-        let policy =
-            replacement::build(&params.replacement, sets, ways, seed, component, &format!("{loc}.replacement"))?;
+        let size_key = format!("{loc}.entries");
+        let policy = replacement::build(
+            &params.replacement,
+            sets,
+            ways,
+            seed,
+            component,
+            &format!("{loc}.replacement"),
+            &size_key,
+        )?;
         Ok(Tlb {
             path: component.to_string(),
             index: SetIndex::new(sets),
-            tags: TagArray::new(sets, ways, 64),
-            frames: vec![0; sets * ways],
+            tags: TagArray::new(sets, ways, 64, &size_key)?,
+            frames: alloc::zeroed(sets * ways, "frames", &size_key)?,
             rehit_is_noop: policy.rehit_is_noop(),
             policy,
             latency_cycles: params.latency_cycles,

@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, SchedBuild, SchedCtx, Scheduler, Slice};
+use crate::config::tasks::MAX_TASKS;
 use crate::config::units::{Budget, Span};
 use crate::error::{join_path, Error, Result};
 use crate::types::{CoreId, TaskId};
@@ -72,6 +73,11 @@ impl HypervisorParams {
         };
         if counts.contains(&0) {
             return Err(Error::config(ctx.at("vcpus"), "out_of_range", "a VM needs at least 1 VCPU"));
+        }
+        let total: u64 = counts.iter().map(|&n| n as u64).sum();
+        if total > MAX_TASKS as u64 {
+            let message = format!("{total} VCPUs in all, more than the {MAX_TASKS} a run may have");
+            return Err(Error::config(ctx.at("vcpus"), "out_of_range", message));
         }
         let cores = ctx.topology.cores();
         let mut vcpus: Vec<Vcpu> = Vec::new();

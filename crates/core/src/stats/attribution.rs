@@ -33,6 +33,7 @@ use crate::mem::tags::Slot;
 use crate::mem::tlb::{Tlb, TlbLevelParams};
 use crate::stats::Level;
 use crate::types::{LineAddr, TaskId};
+use crate::util::alloc;
 
 /// A level whose misses are attributed (`machine.attribution`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,6 +341,21 @@ pub struct Attribution {
 }
 
 impl Attribution {
+    /// Host bytes of one task's shadows of the levels [`Attribution::new`]
+    /// would shadow, at most.
+    pub fn host_bytes_per_task(
+        caches: &[(Level, &CacheParams)],
+        line_bits: u32,
+        tlbs: [Option<&TlbLevelParams>; 2],
+    ) -> u64 {
+        let cache = |p: &CacheParams| match LruShadow::fits(p, line_bits, true) {
+            Some(lru) => ((lru.set_mask + 1) * 2 * lru.ways as u64 + 15) * 4,
+            None => p.host_bytes(line_bits).saturating_add(p.lines().saturating_mul(4)),
+        };
+        let caches = caches.iter().map(|(_, p)| cache(p)).fold(0, u64::saturating_add);
+        tlbs.iter().flatten().map(|p| p.host_bytes()).fold(caches, u64::saturating_add)
+    }
+
     /// Shadows for the cache levels given with their params (and physical
     /// line bits) and the TLB levels given with theirs (first, second).
     pub fn new(
@@ -358,7 +374,8 @@ impl Attribution {
             blank.caches[level as usize] = Some(match LruShadow::fits(params, line_bits, cache.store_keeps_order()) {
                 Some(lru) => Shadow::Lru(lru),
                 None => {
-                    let used = vec![0; cache.sets() * cache.ways()];
+                    let key = format!("machine.{}.size_bytes", level.name());
+                    let used = alloc::zeroed(cache.sets() * cache.ways(), "shadow stamps", &key)?;
                     Shadow::Cache(Box::new(CacheShadow { cache, used }))
                 }
             });

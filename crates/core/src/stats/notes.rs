@@ -28,6 +28,10 @@ use crate::util::hash::SeenSet;
 /// hand-over is rare, small enough to stay in the host's caches.
 const BATCH: usize = 8192;
 
+/// Host bytes of the note batches a machine keeps at most: the one being
+/// filled, the one being applied, and two spares.
+pub const HOST_BYTES: u64 = (4 * BATCH * std::mem::size_of::<Note>()) as u64;
+
 /// How far ahead of the note being applied its tables are prefetched.
 const AHEAD: usize = 8;
 

@@ -124,6 +124,35 @@ crate::register! {
     "latency" => Latency(kernels::latency::LatencyParams),
 }
 
+/// Host bytes a generator holds at most: its alias tables (a Zipf head of
+/// 2^13 ranks and its bands), layouts and small buffers.
+const GENERATOR_BYTES: u64 = 1 << 20;
+
+/// Host bytes a trace reader holds at most: a `.cst` block raw and decoded
+/// (2^16 records), or a text reader's decompression and line buffers.
+const READER_BYTES: u64 = 8 << 20;
+
+impl WorkloadConfig {
+    /// Host bytes the workload holds at most, for the check of a run's
+    /// memory before it is built (`config::footprint`): its tables and
+    /// buffers, and the data of the kernels that keep theirs.
+    pub fn host_bytes(&self) -> u64 {
+        match self {
+            WorkloadConfig::Is(p) => p.host_bytes(),
+            WorkloadConfig::Mix(p) => p.host_bytes(),
+            WorkloadConfig::Phases(p) => p.phases.iter().map(|ph| nested_host_bytes(&ph.workload)).sum(),
+            WorkloadConfig::Trace(_) => READER_BYTES,
+            _ => GENERATOR_BYTES,
+        }
+    }
+}
+
+/// [`WorkloadConfig::host_bytes`] of a nested workload's raw config (one
+/// that does not parse is refused elsewhere, and counts nothing here).
+pub(crate) fn nested_host_bytes(raw: &crate::config::PluginConfig) -> u64 {
+    WorkloadConfig::parse(raw, "").map_or(0, |w| w.host_bytes())
+}
+
 /// A workload over accesses held in memory (tests, and streams handed over
 /// from Python).
 #[derive(Debug, Clone)]

@@ -1,8 +1,10 @@
 //! Small helpers shared by several layers.
 
+pub mod alloc;
 pub mod hash;
 pub mod perm;
 pub mod rng;
+pub mod staged;
 pub mod varint;
 
 /// Hint the host CPU to bring the host cache lines of `n` values from `p`

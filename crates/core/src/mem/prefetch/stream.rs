@@ -40,6 +40,9 @@ impl Default for StreamParams {
     }
 }
 
+/// The most streams a table may follow.
+pub const MAX_STREAMS: u32 = 4096;
+
 impl StreamParams {
     /// Build the prefetcher.
     pub fn build(&self, ctx: &PrefetchCtx) -> Result<Prefetcher> {
@@ -54,6 +57,14 @@ impl StreamParams {
                     "expected at least 1",
                 ));
             }
+        }
+        // Every miss looks through the whole table; hardware keeps 16 to 64.
+        if self.streams > MAX_STREAMS {
+            return Err(Error::config(
+                join_path(&ctx.loc, "params.streams"),
+                "out_of_range",
+                format!("expected at most {MAX_STREAMS} streams, got {}", self.streams),
+            ));
         }
         Ok(Prefetcher::Stream(Stream {
             entries: vec![Entry::default(); self.streams as usize],

@@ -32,15 +32,19 @@ impl Default for StrideParams {
     }
 }
 
+/// The most entries a reference prediction table may have (hardware keeps
+/// hundreds).
+pub const MAX_ENTRIES: u32 = 1 << 20;
+
 impl StrideParams {
     /// Build the prefetcher.
     pub fn build(&self, ctx: &PrefetchCtx) -> Result<Prefetcher> {
         check_degree(self.degree, &ctx.loc)?;
-        if !self.entries.is_power_of_two() {
+        if !self.entries.is_power_of_two() || self.entries > MAX_ENTRIES {
             return Err(Error::config(
                 join_path(&ctx.loc, "params.entries"),
                 "not_power_of_two",
-                format!("expected a power of two, got {}", self.entries),
+                format!("expected a power of two of at most 2^20, got {}", self.entries),
             ));
         }
         Ok(Prefetcher::Stride(Stride { table: vec![Entry::default(); self.entries as usize], degree: self.degree }))

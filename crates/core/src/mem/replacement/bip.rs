@@ -32,7 +32,7 @@ impl BipParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
         let coin = Bimodal::new(self.epsilon, self.salt, ctx)?;
-        Ok(Policy::Bip(Recency::new(ctx.sets, ctx.ways, Rarely(coin))))
+        Ok(Policy::Bip(Recency::new(ctx, Rarely(coin))?))
     }
 }
 

@@ -42,7 +42,7 @@ impl DipParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
         let duel = Duel::new(self.epsilon, self.salt, self.leader_sets, self.psel_bits, ctx)?;
-        Ok(Policy::Dip(Recency::new(ctx.sets, ctx.ways, duel)))
+        Ok(Policy::Dip(Recency::new(ctx, duel)?))
     }
 }
 

@@ -62,7 +62,7 @@ impl Dueling {
                 ),
             ));
         }
-        let mut roles = vec![FOLLOWER; ctx.sets];
+        let mut roles = ctx.per_set(FOLLOWER)?;
         if ctx.sets > 0 {
             for (set, role) in leader_roles(ctx.sets, leaders) {
                 roles[set] = role;

@@ -15,7 +15,7 @@ pub struct FifoParams {}
 impl FifoParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Fifo(Fifo { filled: Stamps::new(ctx.sets, ctx.ways) }))
+        Ok(Policy::Fifo(Fifo { filled: Stamps::new(ctx)? }))
     }
 }
 

@@ -19,7 +19,7 @@ pub struct LipParams {}
 impl LipParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Lip(Recency::new(ctx.sets, ctx.ways, AtLru)))
+        Ok(Policy::Lip(Recency::new(ctx, AtLru)?))
     }
 }
 
@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn victims_survive_both_clocks_running_out() {
-        let mut lip = Recency::new(1, 4, AtLru);
+        let mut lip = Recency::new(&ctx(1, 4), AtLru).unwrap();
         for way in 0..4 {
             lip.on_fill(&touch(0, way));
         }

@@ -17,7 +17,7 @@ pub struct LruParams {}
 impl LruParams {
     /// Build the policy for a cache of the given geometry.
     pub fn build(&self, ctx: &ReplCtx) -> Result<Policy> {
-        Ok(Policy::Lru(Lru { stamps: Stamps::new(ctx.sets, ctx.ways) }))
+        Ok(Policy::Lru(Lru { stamps: Stamps::new(ctx)? }))
     }
 }
 
@@ -82,7 +82,7 @@ mod tests {
         // Start 100 ticks before the 32-bit clock runs out; a reference with
         // unbounded stamps must pick the same victims throughout.
         let (sets, ways) = (4, 4);
-        let mut lru = Lru { stamps: Stamps::new(sets, ways) };
+        let mut lru = Lru { stamps: Stamps::new(&ctx(sets, ways)).unwrap() };
         lru.stamps.set_clocks(u32::MAX - 100, u32::MAX / 2);
         let mut reference = vec![0u64; sets * ways];
         let mut rng = crate::util::rng::Rng::from_seed(7);

@@ -36,6 +36,7 @@ pub mod srrip;
 
 use crate::error::{Error, Result};
 use crate::types::{TaskId, VirtAddr};
+use crate::util::alloc;
 use crate::util::rng::Rng;
 
 /// Why a cache was accessed.
@@ -145,9 +146,22 @@ pub struct ReplCtx {
     pub component: String,
     /// Config key path of the policy selection, for errors.
     pub loc: String,
+    /// The key whose value sizes the policy's state (`machine.l2.size_bytes`,
+    /// `machine.tlb.l2.entries`): named if the host cannot give the memory.
+    pub size_key: String,
 }
 
 impl ReplCtx {
+    /// `value` for each of the `sets x ways` lines.
+    pub fn per_line<T: Clone>(&self, value: T) -> Result<Vec<T>> {
+        alloc::filled(self.sets * self.ways, value, "replacement state", &self.size_key)
+    }
+
+    /// `value` for each of the `sets` sets.
+    pub fn per_set<T: Clone>(&self, value: T) -> Result<Vec<T>> {
+        alloc::filled(self.sets, value, "replacement state", &self.size_key)
+    }
+
     /// A config error about the param `field` of this policy selection.
     pub fn param_error(&self, field: &str, code: &'static str, message: impl Into<String>) -> Error {
         Error::config(format!("{}.params.{field}", self.loc), code, message)
@@ -341,13 +355,23 @@ pub fn check(
     // No sets: run the policy's own checks of its params and the
     // associativity without allocating the state of a large cache. Checks
     // against the number of sets (leader sets) run when the cache is built.
-    let ctx = ReplCtx { sets: 0, ways, seed: 0, component: String::new(), loc: loc.to_string() };
+    let ctx =
+        ReplCtx { sets: 0, ways, seed: 0, component: String::new(), loc: loc.to_string(), size_key: String::new() };
     issues.absorb(config.build(&ctx))?;
     Some(config.to_raw())
 }
 
+/// Host bytes any registered policy keeps for an array of `sets x ways`,
+/// at most: five per line (SHiP's RRPV and line record; LRU's stamp is
+/// four), nine per set (PLRU's bits and a set-dueling role), and SHiP's
+/// table of up to 2^16 counters.
+pub fn host_bytes(sets: u64, ways: u64) -> u64 {
+    sets.saturating_mul(ways).saturating_mul(5).saturating_add(sets.saturating_mul(9)).saturating_add(1 << 16)
+}
+
 /// Type and build the policy selected by `raw` (found at `loc`) for an array
-/// of `sets x ways` at component path `component` in a run seeded `seed`.
+/// of `sets x ways` at component path `component` in a run seeded `seed`;
+/// `size_key` is the key that sized the array.
 pub fn build(
     raw: &crate::config::PluginConfig,
     sets: usize,
@@ -355,8 +379,16 @@ pub fn build(
     seed: u64,
     component: &str,
     loc: &str,
+    size_key: &str,
 ) -> Result<Policy> {
-    let ctx = ReplCtx { sets, ways, seed, component: component.to_string(), loc: loc.to_string() };
+    let ctx = ReplCtx {
+        sets,
+        ways,
+        seed,
+        component: component.to_string(),
+        loc: loc.to_string(),
+        size_key: size_key.to_string(),
+    };
     ReplacementConfig::parse(raw, loc)?.build(&ctx)
 }
 
@@ -381,9 +413,9 @@ pub(crate) struct Stamps {
 impl Stamps {
     const MID: u32 = 1 << 31;
 
-    /// Zeroed stamps for `sets x ways` lines.
-    pub(crate) fn new(sets: usize, ways: usize) -> Stamps {
-        Stamps { stamps: vec![0; sets * ways], ways, clock: Stamps::MID, low: Stamps::MID - 1 }
+    /// Zeroed stamps for the lines of `ctx`'s cache.
+    pub(crate) fn new(ctx: &ReplCtx) -> Result<Stamps> {
+        Ok(Stamps { stamps: ctx.per_line(0)?, ways: ctx.ways, clock: Stamps::MID, low: Stamps::MID - 1 })
     }
 
     /// The stamp of the line in `set`, `way`. Comparable across sets until
@@ -531,7 +563,14 @@ pub(crate) mod conformance {
     use crate::config::PluginConfig;
 
     pub fn ctx(sets: usize, ways: usize) -> ReplCtx {
-        ReplCtx { sets, ways, seed: 1, component: "test/cache".into(), loc: "machine.l1d.replacement".into() }
+        ReplCtx {
+            sets,
+            ways,
+            seed: 1,
+            component: "test/cache".into(),
+            loc: "machine.l1d.replacement".into(),
+            size_key: "machine.l1d.size_bytes".into(),
+        }
     }
 
     pub fn touch(set: usize, way: usize) -> Touch {

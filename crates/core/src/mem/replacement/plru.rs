@@ -25,7 +25,7 @@ impl PlruParams {
                 format!("tree PLRU needs a power-of-two number of ways up to 64, got {}", ctx.ways),
             ));
         }
-        Ok(Policy::Plru(Plru { bits: vec![0; ctx.sets], ways: ctx.ways }))
+        Ok(Policy::Plru(Plru { bits: ctx.per_set(0)?, ways: ctx.ways }))
     }
 }
 

@@ -6,7 +6,8 @@
 //! at LRU. A policy is a [`Recency`] with its own [`Insert`] rule; the stack
 //! is kept as [`Stamps`].
 
-use super::{Replacement, Stamps, Touch, VictimQuery};
+use super::{ReplCtx, Replacement, Stamps, Touch, VictimQuery};
+use crate::error::Result;
 
 /// Where a filled line enters the recency stack.
 pub trait Insert: Clone + std::fmt::Debug {
@@ -25,9 +26,9 @@ pub struct Recency<I> {
 }
 
 impl<I: Insert> Recency<I> {
-    /// The policy for `sets x ways` lines.
-    pub(crate) fn new(sets: usize, ways: usize, insert: I) -> Recency<I> {
-        Recency { stamps: Stamps::new(sets, ways), insert }
+    /// The policy for the lines of `ctx`'s cache.
+    pub(crate) fn new(ctx: &ReplCtx, insert: I) -> Result<Recency<I>> {
+        Ok(Recency { stamps: Stamps::new(ctx)?, insert })
     }
 }
 

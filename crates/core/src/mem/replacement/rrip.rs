@@ -72,7 +72,7 @@ impl Rrpv {
     pub(crate) fn new(bits: u32, ctx: &ReplCtx) -> Result<Rrpv> {
         ctx.check_range("rrpv_bits", bits, 1, 8)?;
         let distant = ((1u32 << bits) - 1) as u8;
-        Ok(Rrpv { values: vec![distant; ctx.sets * ctx.ways], ways: ctx.ways, distant })
+        Ok(Rrpv { values: ctx.per_line(distant)?, ways: ctx.ways, distant })
     }
 
     /// `2^M - 1`: re-referenced in the distant future (BRRIP's insertion).

@@ -55,7 +55,7 @@ impl ShipParams {
         ctx.check_range("counter_init", self.counter_init, 0, counter_max)?;
         Ok(Policy::Ship(Ship {
             rrpv,
-            lines: vec![Line::UNTRAINED; ctx.sets * ctx.ways],
+            lines: ctx.per_line(Line::UNTRAINED)?,
             shct: vec![self.counter_init as u8; 1 << self.signature_bits],
             ways: ctx.ways,
             shift: 64 - self.signature_bits,

@@ -98,6 +98,18 @@ const SITES: [SiteSpec; 20] = [
 /// per key.
 pub const MAX_KEYS: u64 = 1 << 28;
 
+impl IsParams {
+    /// Host bytes one thread holds at most: its copies of the keys and of
+    /// `key_buff2` (4 bytes each), the per-bucket counts of every thread
+    /// while it computes its pointers, its own three rows, and a MiB for the
+    /// rest (sites, layout).
+    pub fn host_bytes(&self) -> u64 {
+        let per_bucket = 8 * (self.threads as u64 + 3);
+        let data = self.keys.saturating_mul(8).saturating_add(self.buckets.saturating_mul(per_bucket));
+        data.saturating_add(1 << 20)
+    }
+}
+
 /// Key `i`: the sum of four draws in `[0, max_key / 4)`.
 fn key(draws: u64, i: u64, quarter: u64) -> u64 {
     (0..4).map(|j| ((draw(draws, 4 * i + j) as u128 * quarter as u128) >> 64) as u64).sum()

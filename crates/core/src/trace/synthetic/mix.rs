@@ -28,6 +28,15 @@ use super::common::{field_loc, stream_rng, Length, DEFAULT_ACCESSES};
 
 /// Accesses pulled from a component at a time (they are handed out one by one).
 const COMPONENT_BATCH: usize = 256;
+
+impl MixParams {
+    /// Host bytes the mix holds at most: its components', and a batch of
+    /// accesses for each.
+    pub fn host_bytes(&self) -> u64 {
+        let batch = (COMPONENT_BATCH * std::mem::size_of::<Access>()) as u64;
+        self.components.iter().map(|c| crate::trace::nested_host_bytes(&c.workload) + batch).sum()
+    }
+}
 /// Component draws are 53-bit integers compared with cumulative thresholds.
 const DRAW_ONE: u64 = 1 << 53;
 

@@ -20,11 +20,17 @@ from .errors import ConfigError
 ConfigLike = Mapping[str, Any] | str | Path
 
 
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path, what: str = "configuration") -> dict:
+    """The TOML file at ``path`` (a ``what``), or a ConfigError naming it:
+    unreadable, not UTF-8, or not TOML."""
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
-        raise ConfigError.single("", "unreadable", f"{path}: cannot read the configuration: {e.strerror}") from None
+        raise ConfigError.single("", "unreadable", f"{path}: cannot read the {what}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise ConfigError.single("", "invalid_encoding", f"{path}: line {line}: byte {e.start} is not UTF-8; a "
+                                 f"{what} is a TOML file, which is UTF-8 text") from None
     return _parse_toml(text, str(path))
 
 
@@ -90,7 +96,7 @@ def load(config: ConfigLike, overrides: list[str] | None = None, **sections: Any
     base_dir: Path | None = None
     if isinstance(config, Path) or (isinstance(config, str) and _looks_like_path(config)):
         path = Path(config)
-        doc = _read_toml(path)
+        doc = read_toml(path)
         base_dir = path.resolve().parent
     elif isinstance(config, str):
         doc = _parse_toml(config, "<config text>")

@@ -26,8 +26,9 @@ class ConfigError(CacheschedError, ValueError):
 
     @classmethod
     def single(cls, loc: str, code: str, msg: str, message: str | None = None) -> "ConfigError":
-        """An error with one problem; ``message`` defaults to ``msg``."""
-        return cls(message or msg, [{"loc": loc, "code": code, "msg": msg}])
+        """An error with one problem; ``message`` defaults to ``loc: msg``
+        (``msg`` alone for the root)."""
+        return cls(message or (f"{loc}: {msg}" if loc else msg), [{"loc": loc, "code": code, "msg": msg}])
 
     def errors(self) -> list[dict]:
         """Every problem found: dicts with ``loc``, ``code`` and ``msg``."""
@@ -62,6 +63,11 @@ class TraceError(CacheschedError, OSError):
 class RecordError(CacheschedError, RuntimeError):
     """Recording a program failed: valgrind or the program is missing, the
     program failed or was killed, or it made no memory accesses."""
+
+
+class ResultsError(CacheschedError):
+    """Saved results are missing or damaged: a results store's ledger, or a
+    run's ``results.json``. The message names the file and how to recover."""
 
 
 class SimulationError(CacheschedError):

@@ -36,8 +36,7 @@ impl PluginConfig {
 pub fn parse_at<T: DeserializeOwned>(value: &serde_json::Value, loc: &str) -> Result<T> {
     let value = if value.is_null() { serde_json::Value::Object(Default::default()) } else { value.clone() };
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
+        let path = render(e.path());
         let message = e.into_inner().to_string();
         let mut at = join_path(loc, &path);
         // serde reports a missing field at the table that lacks it; point at the field.
@@ -46,6 +45,33 @@ pub fn parse_at<T: DeserializeOwned>(value: &serde_json::Value, loc: &str) -> Re
         }
         Error::config(at, serde_code(&message), message)
     })
+}
+
+/// A key path as configs write it: `machine.l2.ways`, `tasks[0].asid`; a
+/// key that is empty or holds a dot, a blank or a quote is quoted
+/// (`machine."".x`), so that every key has a visible place.
+fn render(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        let key = match segment {
+            Segment::Seq { index } => {
+                out.push_str(&format!("[{index}]"));
+                continue;
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => key.as_str(),
+            Segment::Unknown => "?",
+        };
+        if !out.is_empty() {
+            out.push('.');
+        }
+        if key.is_empty() || key.contains(['.', ' ', '"', '[', ']']) {
+            out.push_str(&serde_json::Value::from(key).to_string());
+        } else {
+            out.push_str(key);
+        }
+    }
+    out
 }
 
 /// A stable code for the common serde failures, for tests and tooling.
@@ -130,4 +156,28 @@ macro_rules! register {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SimConfig;
+    use serde_json::json;
+
+    fn loc(value: serde_json::Value) -> String {
+        match parse_at::<SimConfig>(&value, "") {
+            Err(Error::Config(issues)) => issues[0].loc.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_key_of_a_path_has_a_visible_place() {
+        assert_eq!(loc(json!({"machine": {"l2": {"wayz": 8}}})), "machine.l2.wayz");
+        assert_eq!(loc(json!({"tasks": [{"asid": "x"}]})), "tasks[0].asid");
+        // Found by fuzzing: an empty key named nothing at all.
+        assert_eq!(loc(json!({"": {"o": 1}})), "\"\"");
+        assert_eq!(loc(json!({"machine": {"": 1}})), "machine.\"\"");
+        assert_eq!(loc(json!({"machine": {"l2.ways": 1}})), "machine.\"l2.ways\"");
+    }
 }

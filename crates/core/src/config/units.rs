@@ -7,6 +7,10 @@
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
+/// 2^64 as a float: the first size that does not fit in a `u64` (`u64::MAX
+/// as f64` rounds up to it, so `>` against that would let it through).
+const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
+
 /// A size in bytes, written as `32768`, `"32KiB"`, `"1 MiB"`, `"2GiB"` or `"64B"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ByteSize(pub u64);
@@ -28,7 +32,10 @@ impl ByteSize {
             _ => return Err(format!("unknown size unit '{unit}' in '{text}' (use B, KiB, MiB, GiB or TiB)")),
         };
         let bytes = value * scale as f64;
-        if bytes.fract() != 0.0 || bytes < 0.0 || bytes > u64::MAX as f64 {
+        if bytes >= TWO_TO_64 {
+            return Err(format!("'{text}' is 2^64 bytes or more; sizes must be below 2^64"));
+        }
+        if bytes.fract() != 0.0 || bytes < 0.0 {
             return Err(format!("'{text}' is not a whole number of bytes"));
         }
         Ok(ByteSize(bytes as u64))
@@ -68,7 +75,10 @@ impl<'de> Deserialize<'de> for ByteSize {
                 u64::try_from(v).map(ByteSize).map_err(|_| E::custom(format!("a size cannot be negative, got {v}")))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
-                if v >= 0.0 && v.fract() == 0.0 {
+                // Integers past u64 arrive as floats: refused, not saturated.
+                if v >= TWO_TO_64 {
+                    Err(E::custom(format!("a size must be below 2^64 bytes, got {v}")))
+                } else if v >= 0.0 && v.fract() == 0.0 {
                     Ok(ByteSize(v as u64))
                 } else {
                     Err(E::custom(format!("a size must be a whole number of bytes, got {v}")))
@@ -276,5 +286,18 @@ mod tests {
         assert!(ByteSize::parse("0.3B").is_err());
         assert_eq!(ByteSize(1536 << 10).to_string(), "1536KiB");
         assert_eq!(ByteSize(8 << 20).to_string(), "8MiB");
+    }
+
+    #[test]
+    fn sizes_of_2_to_the_64_and_more_are_refused_not_saturated() {
+        assert!(ByteSize::parse("16777216TiB").unwrap_err().contains("2^64"));
+        assert!(ByteSize::parse("18446744073709551616").unwrap_err().contains("2^64"));
+        assert_eq!(ByteSize::parse("16777215TiB"), Ok(ByteSize(16_777_215 << 40)));
+        // JSON integers past u64 arrive as floats.
+        for text in ["18446744073709551616", "18446744073709551680", "1e30"] {
+            let err = serde_json::from_str::<ByteSize>(text).unwrap_err().to_string();
+            assert!(err.contains("below 2^64"), "{text}: {err}");
+        }
+        assert_eq!(serde_json::from_str::<ByteSize>("18446744073709551615").unwrap(), ByteSize(u64::MAX));
     }
 }

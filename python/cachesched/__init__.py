@@ -8,7 +8,8 @@ caches, TLBs and NUMA memory.
 
 from . import _core
 from .config import presets, resolve
-from .errors import CacheschedError, ConfigError, InternalError, RecordError, SimulationError, TraceError
+from .errors import (CacheschedError, ConfigError, InternalError, RecordError, ResultsError, SimulationError,
+                     TraceError)
 from .missratio import mrc
 from .results import Results
 from .simulate import simulate
@@ -22,6 +23,7 @@ __all__ = [
     "InternalError",
     "RecordError",
     "Results",
+    "ResultsError",
     "SimulationError",
     "TraceError",
     "mrc",

@@ -8,6 +8,9 @@ from typing import Any
 
 import pandas as pd
 
+from ._files import write_bytes, write_text
+from .errors import ResultsError
+
 KINDS = ("load", "store", "ifetch")
 REQ_KINDS = ("load", "store", "ifetch", "writeback", "walk", "prefetch")
 LEVELS = ("l1i", "l1d", "l2", "llc")
@@ -35,6 +38,28 @@ class Results:
         """Results from the JSON text the core (or :meth:`to_json`) produced."""
         return cls(json.loads(text))
 
+    @classmethod
+    def read(cls, path: str | Path) -> "Results":
+        """The results :meth:`save` wrote: ``path`` is the folder or its
+        ``results.json``; the ``host.json`` beside it, if any, gives
+        :attr:`host`. A file that is not such a document (damaged, cut
+        short) is a :class:`~cachesched.errors.ResultsError` naming it."""
+        path = Path(path)
+        path = path / "results.json" if path.is_dir() else path
+        try:
+            data = json.loads(path.read_bytes())
+            if not isinstance(data, dict) or not {"version", "config", "summary", "tasks"} <= data.keys():
+                raise ValueError("it lacks the version, config, summary or tasks of a run's results")
+        except (OSError, ValueError) as e:
+            raise ResultsError(f"{path}: not a run's results ({e}); run it again") from None
+        host = path.with_name("host.json")
+        if host.is_file():
+            try:
+                data["host"] = json.loads(host.read_bytes())
+            except ValueError:
+                pass  # host timings are a nicety; the results stand without them
+        return cls(data)
+
     @property
     def raw(self) -> dict[str, Any]:
         """The whole document, as the core produced it."""
@@ -42,8 +67,16 @@ class Results:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """Run-wide totals: accesses, instructions, cycles, cpi, wall_seconds, ..."""
+        """Run-wide totals: accesses, instructions, cycles, cpi, switches, ..."""
         return self._data["summary"]
+
+    @property
+    def host(self) -> dict[str, float]:
+        """How long the host took: ``wall_seconds`` and ``accesses_per_second``
+        (empty for results read back from a ``results.json``). The only part
+        of a run that is not a function of its configuration and seed, so it
+        is kept out of :meth:`to_json` and saved apart, in ``host.json``."""
+        return self._data.get("host", {})
 
     @property
     def config(self) -> dict[str, Any]:
@@ -246,6 +279,17 @@ class Results:
                 for m in self._data.get("mechanisms", [])]
         return pd.DataFrame(rows, columns=None if rows else ["index", "kind"])
 
+    def metrics(self) -> dict[str, Any]:
+        """What a results store's ledger keeps of a run: the summary and the
+        host's timings, plus the miss ratio and MPKI of each cache level."""
+        out = {**self.summary, **self.host}
+        instructions = out.get("instructions") or 0
+        for level, part in self.levels.groupby("level", sort=False):
+            accesses, misses = int(part.accesses.sum()), int(part.misses.sum())
+            out[f"{level}_miss_ratio"] = misses / accesses if accesses else None
+            out[f"{level}_mpki"] = 1000 * misses / instructions if instructions else None
+        return out
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table by name (``mechanisms`` only when the run had some)."""
         tables = {"tasks": self.tasks, "cores": self.cores, "levels": self.levels, "intervals": self.intervals,
@@ -262,10 +306,12 @@ class Results:
         return {name: pa.Table.from_pandas(df, preserve_index=False) for name, df in self.tables().items()}
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """The whole document as JSON text; written to ``path`` if given."""
-        text = json.dumps(self._data, indent=indent)
+        """The document as JSON text, without the :attr:`host` timings, so
+        that two runs of one configuration and seed give the same text;
+        written to ``path`` if given."""
+        text = json.dumps({k: v for k, v in self._data.items() if k != "host"}, indent=indent)
         if path is not None:
-            Path(path).write_text(text + "\n")
+            write_text(path, text + "\n")
         return text
 
     def files(self) -> dict[str, bytes]:
@@ -275,6 +321,8 @@ class Results:
         import pyarrow.parquet as pq
 
         out = {"results.json": (self.to_json() + "\n").encode()}
+        if self.host:
+            out["host.json"] = (json.dumps(self.host, indent=2) + "\n").encode()
         for name, table in self.to_arrow().items():
             sink = pa.BufferOutputStream()
             pq.write_table(table, sink)
@@ -282,11 +330,12 @@ class Results:
         return out
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``results.json`` and one Parquet file per table into ``directory``."""
+        """Write ``results.json``, ``host.json`` and one Parquet file per table
+        into ``directory``, each whole or not at all."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         for name, data in self.files().items():
-            (out / name).write_bytes(data)
+            write_bytes(out / name, data)
         return out
 
     def format(self) -> str:
@@ -300,7 +349,8 @@ class Results:
             f"CPI           {s['cpi']:>16.4f}",
             *([f"tasks         {s['tasks']:>16,}", f"switches      {s['switches']:>16,}",
                f"migrations    {s['migrations']:>16,}"] if s.get("tasks", 1) > 1 else []),
-            f"simulated in  {s['wall_seconds']:>15.2f}s ({s['accesses_per_second'] / 1e6:,.1f} M accesses/s)",
+            *([f"simulated in  {self.host['wall_seconds']:>15.2f}s "
+               f"({self.host['accesses_per_second'] / 1e6:,.1f} M accesses/s)"] if self.host else []),
             "",
             f"{'level':<6}{'accesses':>14}{'misses':>14}{'miss ratio':>12}{'MPKI':>10}{'compulsory':>12}",
         ]

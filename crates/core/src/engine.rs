@@ -31,12 +31,13 @@ use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, 
 use crate::mem::machine::{Machine, Part};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::stats::{
-    CacheResult, CoreResult, CoreTotals, Counts, IntervalRow, Level, MechanismResult, Results, SliceRow, Summary,
+    CacheResult, CoreResult, CoreTotals, Counts, Host, IntervalRow, Level, MechanismResult, Results, SliceRow, Summary,
     TaskResult, TaskSchedCounts, TlbResult, WindowRow,
 };
 use crate::trace::prefetch::Prefetched;
 use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, CoreId, TaskId};
+use crate::util::alloc;
 
 /// How far a run has come, handed to the progress callback.
 #[derive(Debug, Clone, Copy)]
@@ -327,7 +328,7 @@ impl Engine {
             tasks.push(TaskRun {
                 id: TaskId(i as u32),
                 workload,
-                buf: vec![Access::default(); run.batch as usize],
+                buf: alloc::filled(run.batch as usize, Access::default(), "access buffers", "run.batch")?,
                 pos: 0,
                 most_instrs: None,
                 len: 0,
@@ -1145,6 +1146,8 @@ impl Engine {
                 switches: tasks.iter().map(|t| t.switches).sum(),
                 migrations: tasks.iter().map(|t| t.migrations_local + t.migrations_remote).sum(),
                 warmup_accesses,
+            },
+            host: Host {
                 wall_seconds,
                 accesses_per_second: if wall_seconds > 0.0 {
                     (accesses + warmup_accesses) as f64 / wall_seconds

@@ -114,10 +114,8 @@ def metrics(results: Results) -> dict[str, float]:
 
 
 def read_run(directory: str | Path) -> Results:
-    """The results a run saved with :meth:`Results.save` (its ``results.json``)."""
-    path = Path(directory)
-    path = path / "results.json" if path.is_dir() else path
-    return Results.from_json(path.read_text())
+    """The results a run saved with :meth:`Results.save` (see :meth:`Results.read`)."""
+    return Results.read(directory)
 
 
 def _flatten(doc: Any, prefix: str = "") -> dict[str, Any]:

@@ -576,9 +576,16 @@ pub struct Summary {
     pub migrations: u64,
     /// References skipped for warm-up (caches warmed, stats discarded).
     pub warmup_accesses: u64,
+}
+
+/// How long the host took: the one part of the results that is not a
+/// function of the configuration and seed, kept apart so that two runs'
+/// results compare equal without it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Host {
     /// Wall-clock seconds the simulation took.
     pub wall_seconds: f64,
-    /// Simulated references per wall-clock second.
+    /// Simulated references (warm-up included) per wall-clock second.
     pub accesses_per_second: f64,
 }
 
@@ -591,6 +598,8 @@ pub struct Results {
     pub config: serde_json::Value,
     /// Totals.
     pub summary: Summary,
+    /// The host's timings.
+    pub host: Host,
     /// Per task.
     pub tasks: Vec<TaskResult>,
     /// Per core.

@@ -5,6 +5,11 @@ cachesched version, so the same run is never stored twice and a sweep that is
 started again finds what it already did. The ledger is written by one driver
 at a time (a lock file the kernel releases when the driver dies), which is
 what makes ``running`` rows left by a dead driver safe to run again.
+
+The files on disk are the truth: each done run's folder holds its results
+and the ledger the digests of its files, so a damaged file is found and the
+run done again; each sweep's points are also kept in ``sweeps/``, so a
+damaged ledger can be rebuilt from the folders (:func:`rebuild`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import CacheschedError
+from ._files import write_text
+from .errors import CacheschedError, ResultsError
 
 DEFAULT_STORE = "cachesched-results"
 
@@ -41,7 +47,8 @@ CREATE TABLE IF NOT EXISTS runs (
     error    TEXT,
     detail   TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
-    updated  REAL NOT NULL
+    updated  REAL NOT NULL,
+    files    TEXT  -- JSON: the detail files' SHA-256 digests, by name
 );
 CREATE TABLE IF NOT EXISTS points (
     sweep    TEXT NOT NULL,
@@ -62,6 +69,10 @@ CREATE TABLE IF NOT EXISTS sweeps (
 def canonical(doc: Any) -> str:
     """JSON with sorted keys and no spaces: equal documents give equal text."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def run_key(config: dict, version: str) -> str:
@@ -86,9 +97,19 @@ class Store:
         # Autocommit; transactions are explicit, so each one is visible whole or not at all.
         self.db = sqlite3.connect(path, isolation_level=None, timeout=60)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        try:
+            if self.db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("its integrity check failed")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            if "files" not in {r["name"] for r in self.db.execute("PRAGMA table_info(runs)")}:
+                self.db.execute("ALTER TABLE runs ADD COLUMN files TEXT")  # a store older than the digests
+        except sqlite3.DatabaseError as e:
+            self.db.close()
+            raise ResultsError(f"{path}: the results store's ledger is damaged ({e}). The runs in {self.dir / 'runs'} "
+                               f"are intact: `cachesched results rebuild --store {self.dir}` makes a new ledger from "
+                               "them (the damaged one is kept aside)") from None
 
     def close(self) -> None:
         self.db.close()
@@ -136,6 +157,10 @@ class Store:
         ``failed`` when ``error`` is set: a configuration that does not
         resolve). Runs already known keep their status: that is the resume."""
         now = time.time()
+        kept = [{k: p.get(k) for k in ("position", "key", "variant", "axes", "version", "config", "error")}
+                for p in points]
+        (self.dir / "sweeps").mkdir(exist_ok=True)
+        write_text(self._sweep_file(sweep), canonical({"name": sweep, "spec": spec, "points": kept}) + "\n")
         with self.transaction() as db:
             for p in points:
                 status = "failed" if p.get("error") else "pending"
@@ -148,19 +173,46 @@ class Store:
             db.execute("INSERT OR REPLACE INTO sweeps (name, spec, updated) VALUES (?, ?, ?)",
                        (sweep, canonical(spec), now))
 
+    def _sweep_file(self, sweep: str) -> Path:
+        """Where a sweep's points are kept beside the ledger."""
+        return self.dir / "sweeps" / f"{hashlib.sha256(sweep.encode()).hexdigest()[:16]}.json"
+
     def to_run(self, keys: list[str], retry_failed: bool = False) -> list[str]:
         """The keys still to run, in the given order: not done (a done run whose
-        detail folder went missing counts as not done), not failed unless
-        ``retry_failed``."""
+        detail files went missing or were damaged counts as not done), not
+        failed unless ``retry_failed``."""
         wanted = ("pending", "running", "failed") if retry_failed else ("pending", "running")
         out = []
         for key in dict.fromkeys(keys):
-            row = self.db.execute("SELECT status, detail FROM runs WHERE key = ?", (key,)).fetchone()
-            if row["status"] == "done" and not (self.dir / row["detail"]).is_dir():
+            row = self.db.execute("SELECT status, detail, files FROM runs WHERE key = ?", (key,)).fetchone()
+            if row["status"] == "done" and not self._intact(row):
                 out.append(key)
             elif row["status"] in wanted:
                 out.append(key)
         return out
+
+    def _intact(self, row: sqlite3.Row) -> bool:
+        """Whether a done run's detail files are all there as written: by
+        their digests, or for a run stored before digests, by reading its
+        results."""
+        folder = self.dir / row["detail"]
+        if not folder.is_dir():
+            return False
+        if row["files"] is None:
+            from .results import Results
+
+            try:
+                Results.read(folder)
+                return True
+            except ResultsError:
+                return False
+        for name, digest in json.loads(row["files"]).items():
+            try:
+                if _digest((folder / name).read_bytes()) != digest:
+                    return False
+            except OSError:
+                return False
+        return True
 
     def config(self, key: str) -> dict:
         return json.loads(self.db.execute("SELECT config FROM runs WHERE key = ?", (key,)).fetchone()["config"])
@@ -186,9 +238,10 @@ class Store:
         if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
+        digests = canonical({name: _digest(data) for name, data in files.items()})
         with self.transaction() as db:
-            db.execute("UPDATE runs SET status = 'done', metrics = ?, error = NULL, detail = ?, updated = ? "
-                       "WHERE key = ?", (canonical(metrics), str(detail), time.time(), key))
+            db.execute("UPDATE runs SET status = 'done', metrics = ?, error = NULL, detail = ?, files = ?, updated = ? "
+                       "WHERE key = ?", (canonical(metrics), str(detail), digests, time.time(), key))
 
     def fail(self, key: str, error: str) -> None:
         """Record a failed run and its error text."""
@@ -219,3 +272,57 @@ class Store:
             what = "no run" if not rows else "more than one run"
             raise CacheschedError(f"{self.dir}: {what} has a key starting with '{prefix}'")
         return rows[0]
+
+
+def rebuild(directory: str | Path) -> dict[str, int]:
+    """A new ledger for the store in ``directory`` from what is on disk: a
+    done run for each run folder whose results read back (their files'
+    digests taken now), and each sweep's points from ``sweeps/`` (a point
+    whose run has no folder is pending again). The old ledger is moved aside
+    to ``ledger.sqlite.old-<time>``, not deleted. Returns the counts of
+    runs, sweeps, and run folders that were skipped because their results
+    do not read back (they run again)."""
+    from .results import Results
+
+    root = Path(directory)
+    if not (root / "runs").is_dir() and not (root / "ledger.sqlite").exists():
+        raise CacheschedError(f"{root}: no results store here (no ledger.sqlite, no runs/)")
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for suffix in ("", "-wal", "-shm"):
+        old = root / f"ledger.sqlite{suffix}"
+        if old.exists():
+            os.replace(old, root / f"ledger.sqlite{suffix}.old-{stamp}")
+    store = Store(root)
+    counts = {"runs": 0, "sweeps": 0, "skipped": 0}
+    now = time.time()
+    try:
+        with store.transaction() as db:
+            for folder in sorted(root.glob("runs/??/*")):
+                if not folder.is_dir():
+                    continue
+                try:
+                    results = Results.read(folder)
+                except ResultsError:
+                    counts["skipped"] += 1
+                    continue
+                files = {p.name: _digest(p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()}
+                db.execute("INSERT OR REPLACE INTO runs (key, version, config, status, metrics, detail, attempts, "
+                           "updated, files) VALUES (?, ?, ?, 'done', ?, ?, 1, ?, ?)",
+                           (folder.name, results.version, canonical(results.config), canonical(results.metrics()),
+                            str(folder.relative_to(root)), now, canonical(files)))
+                counts["runs"] += 1
+            for path in sorted(root.glob("sweeps/*.json")):
+                kept = json.loads(path.read_text())
+                for p in kept["points"]:
+                    status = "failed" if p.get("error") else "pending"
+                    db.execute("INSERT OR IGNORE INTO runs (key, version, config, status, error, updated) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", (p["key"], p["version"], canonical(p["config"]), status,
+                                                             p.get("error"), now))
+                    db.execute("INSERT INTO points (sweep, position, key, variant, axes) VALUES (?, ?, ?, ?, ?)",
+                               (kept["name"], p["position"], p["key"], p["variant"], json.dumps(p["axes"])))
+                db.execute("INSERT INTO sweeps (name, spec, updated) VALUES (?, ?, ?)",
+                           (kept["name"], canonical(kept["spec"]), now))
+                counts["sweeps"] += 1
+    finally:
+        store.close()
+    return counts

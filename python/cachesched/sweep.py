@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from . import _core
 from .config import load as load_config
-from .config import merge, resolve
+from .config import merge, read_toml, resolve
 from .errors import CacheschedError, ConfigError
 from .executors import Job, Outcome, make_executor
 from .store import Store, run_key
@@ -44,7 +44,7 @@ _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)((?:\[\d+\])*)")
 
 
 def _error(loc: str, code: str, msg: str) -> ConfigError:
-    return ConfigError.single(loc, code, msg, f"{loc}: {msg}")
+    return ConfigError.single(loc, code, msg)
 
 
 def parse_path(path: str) -> list[str | int]:
@@ -188,10 +188,7 @@ def load_sweep(spec: Mapping[str, Any] | str | Path | Sweep) -> Sweep:
     where: Path | None = None
     if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and "=" not in spec):
         where = Path(spec)
-        try:
-            doc = _parse(where.read_text(), str(where))
-        except OSError as e:
-            raise _error(str(where), "unreadable", f"cannot read the sweep: {e.strerror}") from None
+        doc = read_toml(where, "sweep")
     elif isinstance(spec, str):
         doc = _parse(spec, "<sweep text>")
     else:
@@ -268,7 +265,7 @@ def execute(job: Job) -> Outcome:
                                       f"{job['version']}"}
     try:
         results = simulate(job["config"], base_dir=job.get("base_dir"))
-        return {"ok": True, "metrics": metrics(results), "files": results.files()}
+        return {"ok": True, "metrics": results.metrics(), "files": results.files()}
     except ConfigError as e:
         problems = [f"{p['loc']}: {p['msg']}" for p in e.errors()]
         return {"ok": False, "error": "\n".join([f"ConfigError: {e}", *problems[1:]]) if problems else str(e)}
@@ -276,18 +273,6 @@ def execute(job: Job) -> Outcome:
         return {"ok": False, "error": f"{type(e).__name__}: {e}"}
     except Exception:  # a bug, but the sweep goes on; the traceback is the report
         return {"ok": False, "error": traceback.format_exc()}
-
-
-def metrics(results: Any) -> dict[str, Any]:
-    """The summary, plus the miss ratio and MPKI of each cache level."""
-    out = dict(results.summary)
-    df = results.levels
-    instructions = out.get("instructions") or 0
-    for level, part in df.groupby("level", sort=False):
-        accesses, misses = int(part.accesses.sum()), int(part.misses.sum())
-        out[f"{level}_miss_ratio"] = misses / accesses if accesses else None
-        out[f"{level}_mpki"] = 1000 * misses / instructions if instructions else None
-    return out
 
 
 @dataclass

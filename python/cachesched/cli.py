@@ -10,6 +10,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from ._files import staged, write_text
 from . import __version__
 from .config import presets, resolve
 from .errors import CacheschedError, ConfigError
@@ -227,7 +228,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     figures = bench.run(accesses=args.accesses, repeat=args.repeat, with_pycachesim=not args.no_pycachesim,
                         cache_dir=Path(args.cache_dir) if args.cache_dir else None)
     if args.json:
-        Path(args.json).write_text(bench.main_json(figures) + "\n")
+        write_text(args.json, bench.main_json(figures) + "\n")
     return 0
 
 
@@ -300,6 +301,16 @@ def cmd_results_ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results_rebuild(args: argparse.Namespace) -> int:
+    from .store import default_store, rebuild
+
+    store = args.store or default_store()
+    counts = rebuild(store)
+    skipped = f"; {counts['skipped']} run folders did not read back and will run again" if counts["skipped"] else ""
+    print(f"{store}: a new ledger with {counts['runs']} runs and {counts['sweeps']} sweeps{skipped}")
+    return 0
+
+
 def cmd_results_show(args: argparse.Namespace) -> int:
     from .store import Store
 
@@ -324,12 +335,13 @@ def cmd_results_export(args: argparse.Namespace) -> int:
 
     df = load(args.store, args.sweep)
     out = Path(args.output)
-    if out.suffix == ".parquet":
-        df.to_parquet(out, index=False)
-    elif out.suffix == ".csv":
-        df.to_csv(out, index=False)
-    else:
+    if out.suffix not in (".parquet", ".csv"):
         raise SystemExit(f"error: {out}: give a .csv or .parquet file")
+    with staged(out) as temp:
+        if out.suffix == ".parquet":
+            df.to_parquet(temp, index=False)
+        else:
+            df.to_csv(temp, index=False)
     print(f"wrote {len(df)} rows to {out}")
     return 0
 
@@ -347,17 +359,41 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
 
 
 def _size(text: str) -> int:
-    """A size in bytes: ``4096``, ``32KiB``, ``1MiB`` (K, KB and KiB are all 1024)."""
+    """A size in bytes as configs write them: ``4096``, ``32KiB``, ``1MiB``,
+    ``1TiB`` (K, KB and KiB are all 1024)."""
     import re
 
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"expected a size such as 32768, 32KiB or 1MiB, got {text!r}")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+        raise argparse.ArgumentTypeError(f"expected a size such as 32768, 32KiB, 1MiB or 1TiB, got {text!r}")
+    size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not 0 < size < 1 << 64:
+        raise argparse.ArgumentTypeError(f"expected a size above 0 and below 2^64 bytes, got {text!r}")
+    return size
+
+
+def _whole(lo: int, hi: int = (1 << 64) - 1):
+    """An argparse type: a whole number in ``[lo, hi]`` (the core's counts are
+    unsigned 64-bit, threads 32-bit), or a usage error that says so."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not lo <= value <= hi:
+            bound = f"at least {lo}" if hi == (1 << 64) - 1 else f"from {lo} to {hi}"
+            raise argparse.ArgumentTypeError(f"expected a whole number {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+#: Argument types: counts that may be 0, counts of at least 1, thread ids.
+_COUNT, _POSITIVE, _THREAD = _whole(0), _whole(1), _whole(0, (1 << 32) - 1)
 
 
 def cmd_mrc(args: argparse.Namespace) -> int:
@@ -369,7 +405,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         figures = bench.mrc_run(accesses=args.accesses, repeat=args.repeat, sample=args.sample or 0.01,
                                 cache_dir=Path(args.cache_dir) if args.cache_dir else None)
         if args.json:
-            Path(args.json).write_text(bench.main_json(figures) + "\n")
+            write_text(args.json, bench.main_json(figures) + "\n")
         return 0
     if not args.trace:
         raise ConfigError.single("", "missing_trace", "give a .cst trace (or --bench)")
@@ -381,7 +417,8 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     finally:
         close()
     if args.csv:
-        frame.to_csv(args.csv, index=False)
+        with staged(args.csv) as temp:
+            frame.to_csv(temp, index=False)
     if args.output:
         missratio.plot(frame, args.output, title=Path(args.trace).name)
     if not args.quiet:
@@ -440,8 +477,10 @@ def cmd_suite_install(args: argparse.Namespace) -> int:
     from .workloads import suite
 
     missing = suite.missing_packages(_suite_names(args))
+    if args.browser and not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        missing.append("chromium")
     if not missing:
-        print("every suite program is installed")
+        print("every suite program is installed" + (", and chromium" if args.browser else ""))
         return 0
     root = [] if os.geteuid() == 0 else ["sudo"]
     if root and shutil.which("sudo") is None:
@@ -537,8 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--example", metavar="NAME", help="use a built-in example instead of a file")
         p.add_argument("--set", action="append", metavar="KEY=VALUE",
                        help="override a key, e.g. --set machine.l2.ways=8 (repeatable)")
-        p.add_argument("--seed", type=int, help="same as --set seed=N")
-        p.add_argument("--accesses", type=int, help="same as --set run.max_accesses=N")
+        p.add_argument("--seed", type=_COUNT, help="same as --set seed=N")
+        p.add_argument("--accesses", type=_POSITIVE, help="same as --set run.max_accesses=N")
 
     run = sub.add_parser("run", help="simulate a configuration")
     config_args(run)
@@ -563,29 +602,29 @@ def build_parser() -> argparse.ArgumentParser:
     info = tsub.add_parser("info", help="summary of a .cst trace (add --scan for footprint and mix)")
     info.add_argument("file")
     info.add_argument("--scan", action="store_true", help="read the whole trace: mix, footprint, addresses")
-    info.add_argument("--thread", type=int, help="thread of a multi-thread trace (with --scan)")
+    info.add_argument("--thread", type=_THREAD, help="thread of a multi-thread trace (with --scan)")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=cmd_trace_info)
     gen = tsub.add_parser("gen", help="write a synthetic workload's stream to a .cst file")
     gen.add_argument("kind", help="stream, uniform, zipf, chase, loop, phases, mix (docs/workloads.md), or a one-thread kernel: cg, mg, ft, is, ep, latency (docs/kernels.md)")
     gen.add_argument("-o", "--output", required=True, help="trace file to write")
-    gen.add_argument("--accesses", type=int, help="length of the stream")
+    gen.add_argument("--accesses", type=_POSITIVE, help="length of the stream")
     gen.add_argument("--param", action="append", metavar="KEY=VALUE",
                      help="a generator parameter, e.g. --param working_set_bytes=64MiB (repeatable)")
-    gen.add_argument("--seed", type=int, default=1)
+    gen.add_argument("--seed", type=_COUNT, default=1)
     gen.set_defaults(func=cmd_trace_gen)
     sl = tsub.add_parser("slice", help="copy a range of a trace's accesses to a new .cst file")
     sl.add_argument("file")
     sl.add_argument("-o", "--output", required=True, help="trace file to write")
-    sl.add_argument("--skip", type=int, default=0, help="accesses to leave out at the start")
-    sl.add_argument("--limit", type=int, help="accesses to keep (default: all after the skip)")
-    sl.add_argument("--thread", type=int, help="thread of a multi-thread trace")
+    sl.add_argument("--skip", type=_COUNT, default=0, help="accesses to leave out at the start")
+    sl.add_argument("--limit", type=_POSITIVE, help="accesses to keep (default: all after the skip)")
+    sl.add_argument("--thread", type=_THREAD, help="thread of a multi-thread trace")
     sl.set_defaults(func=cmd_trace_slice)
     cat = tsub.add_parser("cat", help="print a trace's accesses as text")
     cat.add_argument("file")
-    cat.add_argument("--skip", type=int, default=0, help="accesses to leave out at the start")
-    cat.add_argument("--limit", type=int, help="accesses to print (default: all)")
-    cat.add_argument("--thread", type=int, help="thread of a multi-thread trace")
+    cat.add_argument("--skip", type=_COUNT, default=0, help="accesses to leave out at the start")
+    cat.add_argument("--limit", type=_POSITIVE, help="accesses to print (default: all)")
+    cat.add_argument("--thread", type=_THREAD, help="thread of a multi-thread trace")
     cat.set_defaults(func=cmd_trace_cat)
 
     conv = tsub.add_parser("convert", help="convert a lackey, ChampSim, din (or .cst) trace to a .cst file")
@@ -593,19 +632,19 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("output", help=".cst file to write")
     conv.add_argument("--format", default="auto", choices=["auto", "lackey", "champsim", "din", "cst"],
                       help="input format (default: recognised from the first bytes)")
-    conv.add_argument("--access-bytes", type=int, help="ChampSim only: bytes per access (default 64)")
+    conv.add_argument("--access-bytes", type=_whole(1, 65535), help="ChampSim only: bytes per access (default 64)")
     conv.add_argument("--ifetch", action="store_true", help="lackey only: keep instruction fetches")
-    conv.add_argument("--skip", type=int, default=0, help="accesses to leave out at the start")
-    conv.add_argument("--limit", type=int, help="accesses to keep after the skip (default: all)")
+    conv.add_argument("--skip", type=_COUNT, default=0, help="accesses to leave out at the start")
+    conv.add_argument("--limit", type=_POSITIVE, help="accesses to keep after the skip (default: all)")
     conv.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     conv.set_defaults(func=cmd_trace_convert)
 
     rec = sub.add_parser("record", help="record a program's memory accesses with valgrind lackey",
                          usage="cachesched record -o OUT.cst [--skip N] [--limit M] [--ifetch] [-q] -- PROGRAM ARGS...")
     rec.add_argument("-o", "--output", required=True, help=".cst file to write")
-    rec.add_argument("--skip", type=int, default=0, metavar="N",
+    rec.add_argument("--skip", type=_COUNT, default=0, metavar="N",
                      help="drop the accesses of the first N instructions (warm-up)")
-    rec.add_argument("--limit", type=int, metavar="M", help="stop after M accesses (and stop the program)")
+    rec.add_argument("--limit", type=_POSITIVE, metavar="M", help="stop after M accesses (and stop the program)")
     rec.add_argument("--ifetch", action="store_true", help="keep instruction fetches as accesses")
     rec.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     rec.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
@@ -619,6 +658,8 @@ def build_parser() -> argparse.ArgumentParser:
     sl_.set_defaults(func=cmd_suite_list)
     si = ssub.add_parser("install", help="install the missing programs from Debian's packages (as root)")
     si.add_argument("--only", metavar="A,B", help="some programs only")
+    si.add_argument("--browser", action="store_true",
+                    help="also chromium, the browser the test suite opens the HTML report in")
     si.set_defaults(func=cmd_suite_install)
     sr = ssub.add_parser("record", help="record each program's trace (cached; --force records again)")
     sr.add_argument("--size", choices=sizes, default="small", help="input size (default small)")
@@ -642,20 +683,20 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--size", choices=["tiny", "small", "full"], help="suite trace size (default: small if --quick, "
                                                                      "else full)")
     st.add_argument("--store", metavar="DIR", help="results store of the runs (default DIR/store; reused on resume)")
-    st.add_argument("--workers", type=int, default=2, metavar="N", help="local worker processes (default 2)")
+    st.add_argument("--workers", type=_POSITIVE, default=2, metavar="N", help="local worker processes (default 2)")
     st.add_argument("--dask", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler")
     st.add_argument("-q", "--quiet", action="store_true", help="no progress")
     st.set_defaults(func=cmd_study)
 
     sw = sub.add_parser("sweep", help="run a sweep of simulations into a results store (docs/sweeps.md)")
     sw.add_argument("spec", help="sweep file (TOML)")
-    sw.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: one per core)")
+    sw.add_argument("--workers", type=_POSITIVE, metavar="N", help="local worker processes (default: one per core)")
     sw.add_argument("--dask", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler")
     sw.add_argument("--store", metavar="DIR", help=f"results store (default $CACHESCHED_STORE or ./cachesched-results)")
     sw.add_argument("--retry-failed", action="store_true", help="run the failed runs again")
     sw.add_argument("--bench", action="store_true",
                     help="time the sweep with 1 worker and with --workers (default 2), in fresh stores; print the ratio")
-    sw.add_argument("--repeat", type=int, default=1, metavar="N", help="with --bench: best of N rounds")
+    sw.add_argument("--repeat", type=_POSITIVE, default=1, metavar="N", help="with --bench: best of N rounds")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=cmd_sweep)
 
@@ -669,7 +710,10 @@ def build_parser() -> argparse.ArgumentParser:
     rex = rsub.add_parser("export", help="a sweep's table (one row per point) as CSV or Parquet")
     rex.add_argument("sweep", nargs="?", help="default: every sweep of the store")
     rex.add_argument("-o", "--output", required=True, help="file.csv or file.parquet")
-    for p, fn in ((rl, cmd_results_ls), (rsh, cmd_results_show), (rex, cmd_results_export)):
+    rrb = rsub.add_parser("rebuild", help="a new ledger from the run folders, when the old one is damaged "
+                                          "(it is kept aside)")
+    for p, fn in ((rl, cmd_results_ls), (rsh, cmd_results_show), (rex, cmd_results_export),
+                  (rrb, cmd_results_rebuild)):
         p.add_argument("--store", metavar="DIR", help="results store (default $CACHESCHED_STORE or ./cachesched-results)")
         p.set_defaults(func=fn)
 
@@ -685,9 +729,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     mr = sub.add_parser("mrc", help="LRU miss ratio of every cache size from one pass over a trace")
     mr.add_argument("trace", nargs="?", help=".cst trace")
-    mr.add_argument("--thread", type=int, help="thread of a multi-thread trace")
-    mr.add_argument("--sets", type=int, help="caches of this many sets, every associativity (default: fully associative)")
-    mr.add_argument("--line-bytes", type=int, default=64, help="line size (default 64)")
+    mr.add_argument("--thread", type=_THREAD, help="thread of a multi-thread trace")
+    mr.add_argument("--sets", type=_POSITIVE, help="caches of this many sets, every associativity (default: fully associative)")
+    mr.add_argument("--line-bytes", type=_POSITIVE, default=64, help="line size (default 64)")
     mr.add_argument("--sizes", type=_size, nargs="+", action="append", metavar="SIZE",
                     help="cache sizes, e.g. 32KiB 1MiB (default: 1, 2, 3, 4, 6, 8, ... ways or lines)")
     mr.add_argument("--sample", type=float, metavar="R",
@@ -698,15 +742,15 @@ def build_parser() -> argparse.ArgumentParser:
     mr.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
     mr.add_argument("--bench", action="store_true",
                     help="time one simulation of one size against one-pass curves of 20 sizes on the benchmark trace")
-    mr.add_argument("--accesses", type=int, default=50_000_000, help="--bench: trace length (default 50M)")
-    mr.add_argument("--repeat", type=int, default=1, help="--bench: runs of each; the best counts")
+    mr.add_argument("--accesses", type=_POSITIVE, default=50_000_000, help="--bench: trace length (default 50M)")
+    mr.add_argument("--repeat", type=_POSITIVE, default=1, help="--bench: runs of each; the best counts")
     mr.add_argument("--cache-dir", help="--bench: where the benchmark trace is kept (default ~/.cache/cachesched)")
     mr.add_argument("--json", metavar="FILE", help="--bench: also write the figures as JSON")
     mr.set_defaults(func=cmd_mrc)
 
     be = sub.add_parser("bench", help="throughput benchmark against pycachesim")
-    be.add_argument("--accesses", type=int, default=50_000_000, help="trace length (default 50M)")
-    be.add_argument("--repeat", type=int, default=1, help="runs of each simulator; the best counts")
+    be.add_argument("--accesses", type=_POSITIVE, default=50_000_000, help="trace length (default 50M)")
+    be.add_argument("--repeat", type=_POSITIVE, default=1, help="runs of each simulator; the best counts")
     be.add_argument("--no-pycachesim", action="store_true", help="time our engine only")
     be.add_argument("--cache-dir", help="where the benchmark trace is kept (default ~/.cache/cachesched)")
     be.add_argument("--json", metavar="FILE", help="also write the figures as JSON")

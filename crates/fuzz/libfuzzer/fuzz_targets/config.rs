@@ -1,0 +1,10 @@
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let target = cachesched_fuzz::targets::target("config").expect("a target of crates/fuzz");
+    if let Err(finding) = cachesched_fuzz::check(target, data) {
+        panic!("{finding}");
+    }
+});

@@ -241,8 +241,8 @@ def chromium() -> str:
     the check is part of the suite)."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.fail("chromium is not installed: run `apt-get install -y --no-install-recommends chromium` "
-                    "(.ci/run does it before the tests)")
+        pytest.fail("chromium is not installed: run `cachesched suite install --browser` (the README's test "
+                    "command does)")
     return found
 
 

@@ -105,6 +105,12 @@ def test_failures_are_clear(tmp_path):
     with pytest.raises(RecordError, match="empty trace"):
         record([TRUE], out, skip=10**12)
     assert not out.exists()
+    # A failed recording leaves a trace that was there before as it was.
+    out.write_bytes(b"an earlier trace")
+    with pytest.raises(RecordError, match="false exited with status 1 under valgrind"):
+        record([shutil.which("false")], out)
+    assert out.read_bytes() == b"an earlier trace"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.cst"]
 
 
 def test_valgrind_missing(tmp_path):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import _core
+from ._files import staged
 from .errors import RecordError
 
 Progress = Callable[[int, "int | None"], None]
@@ -67,7 +68,7 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
     own count, when the program ran to its end). Raises
     :class:`~cachesched.errors.RecordError` if valgrind or the program is
     missing, the program fails or is killed, or no access was recorded; the
-    output file is then removed.
+    output file is then left as it was.
     """
     valgrind = shutil.which("valgrind")
     if valgrind is None:
@@ -95,30 +96,30 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
         os.close(write_end)
         raise
     os.close(write_end)
-    try:
-        result = json.loads(_core.trace_record(f"/dev/fd/{read_end}", str(output), source, json.dumps(meta), skip,
-                                               limit, ifetch, progress))
-    except BaseException:
-        _stop(proc)
-        output.unlink(missing_ok=True)
-        raise
-    finally:
-        os.close(read_end)
-    if result["limit_reached"]:
-        _stop(proc)
-    else:
-        code = proc.wait()
-        if code != 0:
-            output.unlink(missing_ok=True)
-            said = [m.split("==", 2)[-1].strip() for m in result["messages"]]
-            said = "\n  ".join(line for line in said if line)[-2000:]
-            raise RecordError(f"{command[0]} {_status(code)} under valgrind; nothing was recorded"
-                              + (f"; valgrind said:\n  {said}" if said else ""))
-    summary = result["summary"]
-    if summary["accesses"] == 0:
-        output.unlink(missing_ok=True)
-        raise RecordError(f"empty trace: {command[0]} made no memory accesses after the first {skip:,} instructions "
-                          f"(it ran {result['instructions_read']:,})")
+    # The trace takes the output's name only once the program is known to
+    # have run well: a failed recording leaves whatever was there.
+    with staged(output) as temp:
+        try:
+            result = json.loads(_core.trace_record(f"/dev/fd/{read_end}", str(temp), source, json.dumps(meta), skip,
+                                                   limit, ifetch, progress))
+        except BaseException:
+            _stop(proc)
+            raise
+        finally:
+            os.close(read_end)
+        if result["limit_reached"]:
+            _stop(proc)
+        else:
+            code = proc.wait()
+            if code != 0:
+                said = [m.split("==", 2)[-1].strip() for m in result["messages"]]
+                said = "\n  ".join(line for line in said if line)[-2000:]
+                raise RecordError(f"{command[0]} {_status(code)} under valgrind; nothing was recorded"
+                                  + (f"; valgrind said:\n  {said}" if said else ""))
+        summary = result["summary"]
+        if summary["accesses"] == 0:
+            raise RecordError(f"empty trace: {command[0]} made no memory accesses after the first {skip:,} "
+                              f"instructions (it ran {result['instructions_read']:,})")
     counted = [_GUEST_INSTRS.search(m) for m in result["messages"]]
     lackey = [int(m.group(1).replace(",", "")) for m in counted if m]
     return {**summary, "limit_reached": result["limit_reached"], "instructions_read": result["instructions_read"],

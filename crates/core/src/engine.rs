@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::config::ValidConfig;
+use crate::config::{footprint, ValidConfig};
 use crate::error::{Error, Result};
 use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, Timing};
 use crate::mem::machine::{Machine, Part};
@@ -244,6 +244,8 @@ pub struct Engine {
     apart: bool,
     /// References simulated with the sockets apart.
     accesses_apart: u64,
+    /// The host memory the run may hold (checked with the progress).
+    memory_limit: Option<u64>,
     tasks: Vec<TaskRun>,
     views: Vec<TaskView>,
     queues: Vec<VecDeque<TaskId>>,
@@ -364,6 +366,7 @@ impl Engine {
             && config.config.stats.interval.is_none()
             && config.config.stats.window.is_none();
         Ok(Engine {
+            memory_limit: footprint::limit(&config.config),
             base_cpi: config.config.machine.base_cpi,
             max_stall: machine.max_stall(),
             apart,
@@ -469,7 +472,7 @@ impl Engine {
                 "physical memory exhausted on every NUMA node: raise machine.memory.node_bytes".into(),
             ));
         }
-        Ok(())
+        footprint::check_resident(self.memory_limit)
     }
 
     /// Ask the scheduler something about the state at time `now`.

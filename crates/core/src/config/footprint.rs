@@ -78,6 +78,36 @@ pub fn host_memory() -> Option<u64> {
     Some(limit.map_or(total, |l| l.min(total)))
 }
 
+/// The host memory this process holds now (its resident set), if the
+/// system says.
+pub fn resident() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096) // the page size of x86-64 Linux
+}
+
+/// The host memory a run may hold: `run.max_memory`, else the host's.
+pub fn limit(config: &SimConfig) -> Option<u64> {
+    config.run.max_memory.map(|m| m.0).or_else(host_memory)
+}
+
+/// An error if the process holds more host memory than `limit`: the parts
+/// that grow as a run goes (page tables, the lines each cache has seen)
+/// are not in the estimate checked before the run, so a run that touches
+/// more than the host can hold is stopped with this instead of being
+/// killed by the kernel.
+pub fn check_resident(limit: Option<u64>) -> crate::error::Result<()> {
+    match (limit, resident()) {
+        (Some(limit), Some(held)) if held > limit => Err(crate::error::Error::Simulation(format!(
+            "the run holds {} of host memory, more than its limit of {} (run.max_memory, else the host's): \
+             its page tables and the lines its caches have seen grow with the footprint it touches",
+            human(held),
+            human(limit)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `bytes` to one decimal in the largest binary unit below it.
 fn human(bytes: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
@@ -91,5 +121,48 @@ fn human(bytes: u64) -> String {
         format!("{bytes} B")
     } else {
         format!("{value:.1} {}", units[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::from_value;
+    use crate::engine::Engine;
+    use crate::error::Error;
+    use serde_json::json;
+
+    fn run(max_memory: &str) -> crate::error::Result<()> {
+        let config = from_value(json!({
+            "machine": {"preset": "teaching"},
+            "workload": {"kind": "stream", "params": {"accesses": 10_000}},
+            "run": {"max_memory": max_memory},
+        }))?;
+        Engine::new(config, None)?.run(&mut |_| Ok(())).map(drop)
+    }
+
+    #[test]
+    fn a_run_that_outgrows_its_limit_is_stopped_with_an_error() {
+        // Memory the process holds besides the run, written so that it is resident.
+        let ballast = vec![1u8; 32 << 20];
+        let held = resident().expect("Linux says how much memory a process holds");
+        assert!(held > 32 << 20, "this test process holds {held} bytes");
+        // The machine and its buffers fit 16 MiB, the process does not.
+        match run("16MiB") {
+            Err(Error::Simulation(message)) => {
+                assert!(message.contains("more than its limit of 16.0 MiB"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        run("1GiB").unwrap();
+        drop(ballast);
+    }
+
+    #[test]
+    fn figures_read_as_people_write_them() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(3 << 19), "1.5 MiB");
+        assert_eq!(human(233 << 30), "233.0 GiB");
+        assert_eq!(human(u64::MAX), "16.0 EiB");
     }
 }

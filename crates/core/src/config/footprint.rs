@@ -99,8 +99,9 @@ pub fn limit(config: &SimConfig) -> Option<u64> {
 pub fn check_resident(limit: Option<u64>) -> crate::error::Result<()> {
     match (limit, resident()) {
         (Some(limit), Some(held)) if held > limit => Err(crate::error::Error::Simulation(format!(
-            "the run holds {} of host memory, more than its limit of {} (run.max_memory, else the host's): \
-             its page tables and the lines its caches have seen grow with the footprint it touches",
+            "the process running the simulation holds {} of host memory, more than the run's limit of {} \
+             (run.max_memory, else the host's memory): its page tables and the lines its caches have seen \
+             grow with the footprint it touches",
             human(held),
             human(limit)
         ))),
@@ -150,7 +151,7 @@ mod tests {
         // The machine and its buffers fit 16 MiB, the process does not.
         match run("16MiB") {
             Err(Error::Simulation(message)) => {
-                assert!(message.contains("more than its limit of 16.0 MiB"), "{message}")
+                assert!(message.contains("more than the run's limit of 16.0 MiB"), "{message}")
             }
             other => panic!("{other:?}"),
         }

@@ -844,8 +844,9 @@ pub fn reseal(b: &mut [u8]) {
     }
     if len >= FOOTER_LEN as usize && b[len - 8..] == FOOTER_MAGIC {
         let f = len - FOOTER_LEN as usize;
-        let index = get_u64(b, f) as usize;
-        if index + 4 <= f {
+        let index = get_u64(b, f);
+        if index.checked_add(4).is_some_and(|end| end <= f as u64) {
+            let index = index as usize;
             let crc = crc32(&b[index..f]);
             b[f + 36..f + 40].copy_from_slice(&crc.to_le_bytes());
         }

@@ -119,6 +119,11 @@ def test_saved_results_replace_each_file_whole(tmp_path):
     # renamed onto it has a new one (the old is still alive when it is made).
     assert {name: ino != before[name] for name, ino in inodes().items()} == {name: True for name in before}
     assert leftovers(out, set(before)) == [] and leftovers(tmp_path, {"out", "r.json"}) == []
+    # Through a link, the file it names gets the content and the link stays.
+    (tmp_path / "link.json").symlink_to(doc)
+    doc.write_text("old")
+    r.to_json(tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink() and json.loads(doc.read_text())["summary"]["accesses"] == 1000
 
 
 # ------------------------------------------------------- 2. aborts

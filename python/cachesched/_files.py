@@ -23,6 +23,8 @@ def staged(path: str | Path) -> Iterator[Path]:
     if target.exists() and not target.is_file():
         yield target
         return
+    if target.is_symlink():  # the file it names gets the new content; the link stays
+        target = target.resolve()
     # The suffix stays last: writers such as matplotlib's choose the format by it.
     temp = target.with_name(f".{target.stem}.{os.getpid()}.part{target.suffix}")
     try:

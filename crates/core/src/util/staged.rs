@@ -47,9 +47,15 @@ impl StagedFile {
     /// is made from: a target that is one of them (through a link or
     /// another path too) is refused before anything is opened for writing.
     pub fn create(target: impl AsRef<Path>, inputs: &[PathBuf]) -> Result<StagedFile> {
-        let target = target.as_ref();
-        let name = target.display().to_string();
-        refuse_inputs(target, inputs)?;
+        let name = target.as_ref().display().to_string();
+        refuse_inputs(target.as_ref(), inputs)?;
+        // Through a symbolic link: the file it names gets the new content,
+        // and the link stays.
+        let resolved = match fs::symlink_metadata(target.as_ref()) {
+            Ok(m) if m.file_type().is_symlink() => fs::canonicalize(target.as_ref()).ok(),
+            _ => None,
+        };
+        let target = resolved.as_deref().unwrap_or(target.as_ref());
         let special = fs::metadata(target).is_ok_and(|m| !m.is_file());
         let temp = if special {
             None
@@ -229,6 +235,21 @@ mod tests {
         drop(StagedFile::create(&other, std::slice::from_ref(&input)).unwrap());
         fs::write(&other, b"x").unwrap();
         drop(StagedFile::create(&other, std::slice::from_ref(&input)).unwrap());
+    }
+
+    #[test]
+    fn through_a_link_the_linked_file_changes_and_the_link_stays() {
+        let dir = Dir::new("link");
+        let real = dir.0.join("real.cst");
+        fs::write(&real, b"old").unwrap();
+        let link = dir.0.join("link.cst");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let mut staged = StagedFile::create(&link, &[]).unwrap();
+        staged.write_all(b"new").unwrap();
+        staged.commit().unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read(&real).unwrap(), b"new");
+        assert_eq!(dir.names(), ["link.cst", "real.cst"]);
     }
 
     #[test]

@@ -63,3 +63,38 @@ def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
     figures = json.loads((tmp_path / "b.json").read_text())
     assert figures["counts_agree"] is True
     assert figures["ours_tlb"] > 0 and figures["pycachesim"] > 0
+
+
+def test_the_progress_bar_shows_in_a_terminal_only_and_is_erased_before_the_results(run_cli):
+    """In a terminal a run of seconds shows a bar, erased before the report;
+    into a log or a pipe no bar is written, whose last picture would stay."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    args = ["run", "--example", "quickstart", "--set", "workload.params.accesses=60000000"]
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "cachesched.cli", *args], stdin=follower, stdout=follower,
+                            stderr=follower, close_fds=True)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=300) == 0
+    text = out.decode()
+    assert "%|" in text, "a run of a few seconds shows a bar in a terminal"
+    before_report = text[:text.index("accesses  ")]
+    assert before_report.rstrip("\r\n").split("\r")[-1].strip() == "", "the last bar is erased"
+    logged = run_cli(*args, check=True)
+    assert "%|" not in logged.stderr and "accesses/s]" not in logged.stderr, logged.stderr[-300:]

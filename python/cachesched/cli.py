@@ -164,13 +164,12 @@ def cmd_trace_gen(args: argparse.Namespace) -> int:
 
 
 def _progress(quiet: bool, unit: str):
-    """A progress callback and its closer: a tqdm bar on stderr, none if quiet."""
+    """A progress callback and its closer: a bar on stderr, none if quiet."""
     if quiet:
         return None, lambda: None
-    from tqdm import tqdm
+    from .progress import bar
 
-    bar = tqdm(total=None, unit=unit, unit_scale=True, delay=1.0, file=sys.stderr, leave=False, dynamic_ncols=True)
-    return (lambda done, total: bar.update(done - bar.n)), bar.close
+    return bar(unit)
 
 
 def _wrote(summary: dict, path: str, source_bytes: int | None = None) -> str:

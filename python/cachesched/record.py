@@ -18,13 +18,13 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from . import _core
 from ._files import staged
+from .progress import Progress
 from .errors import RecordError
 
-Progress = Callable[[int, "int | None"], None]
 
 #: Lackey's closing count of the instructions it ran.
 _GUEST_INSTRS = re.compile(r"guest instrs:\s+([\d,]+)")

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from . import _core
 from .config import ConfigLike, load, to_json
+from .progress import Progress
+from .progress import bar as progress_bar
 from .results import Results
-
-Progress = Callable[[int, int | None], None]
-
-
-def _progress_bar() -> tuple[Progress, Callable[[], None]]:
-    """A tqdm bar on stderr that appears only if the run lasts over a second."""
-    from tqdm import tqdm
-
-    bar = tqdm(total=None, unit=" accesses", unit_scale=True, delay=1.0, file=sys.stderr, leave=False,
-               dynamic_ncols=True)
-
-    def update(done: int, total: int | None) -> None:
-        if total is not None and bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-
-    return update, bar.close
 
 
 def _policy_table(obj: object) -> dict:
@@ -75,7 +59,7 @@ def simulate(
     directory = Path(base_dir) if base_dir is not None else found_dir
     close = None
     if progress is True:
-        callback, close = _progress_bar()
+        callback, close = progress_bar(" accesses")
     else:
         callback = progress or None
     try:

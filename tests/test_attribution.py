@@ -53,3 +53,19 @@ def test_the_report_shows_causes_only_for_attributed_levels():
     shares = [float(x.rstrip("%")) for x in rows[0].split()[1:]]
     assert abs(sum(shares) - 100) < 0.5, "the causes split all the misses"
     assert "misses by cause" not in cs.simulate(run).format()
+
+
+def test_the_report_shows_the_tlb_levels_asked_for():
+    r = cs.simulate("examples/scheduling.toml")
+    assert r.config["machine"]["attribution"] == ["l2", "tlb.l1", "tlb.l2"]
+    rows = {line.split()[0]: line.split()[1:] for line in
+            r.format().split("misses by cause")[1].splitlines()[1:] if line.startswith(("l2", "tlb"))}
+    assert list(rows) == ["l2", "tlb.l1", "tlb.l2"]
+    for level in ("l1", "l2"):
+        # From the raw counters: each task's misses, and its induced ones summed over the access kinds.
+        misses = sum(t["tlb"][f"{level}_misses"] for t in r.raw["tasks"])
+        induced = [sum(sum(t["tlb"][f"{level}_induced"][c]) for t in r.raw["tasks"])
+                   for c in ("switch", "migration", "sharing")]
+        want = ["-"] + [f"{100 * n / misses:.1f}%" for n in [misses - sum(induced), *induced]]
+        assert rows[f"tlb.{level}"] == want
+    assert any(float(x.rstrip("%")) > 0 for x in rows["tlb.l2"][2:]), "the scheduling example induces TLB misses"

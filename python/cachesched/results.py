@@ -375,10 +375,14 @@ class Results:
         return "\n".join(lines)
 
     def _format_causes(self, df: pd.DataFrame) -> list[str]:
-        """The misses of the attributed cache levels by cause, as shares."""
-        attributed = [lv for lv in self._machine_levels() if lv in self.config["machine"].get("attribution", [])]
+        """The misses of the attributed cache and TLB levels by cause, as
+        shares. TLB shadows tell the induced misses only: a TLB level's
+        compulsory and capacity misses are shown together, under capacity."""
+        wanted = self.config["machine"].get("attribution", [])
+        attributed = [lv for lv in self._machine_levels() if lv in wanted]
+        tlbs = [lv for lv in ("tlb.l1", "tlb.l2") if lv in wanted]
         causes = ["compulsory", "capacity", "switch_induced", "migration_induced", "sharing_induced"]
-        if not attributed:
+        if not attributed and not tlbs:
             return []
         lines = ["", "misses by cause " + "".join(f"{c.removesuffix('_induced'):>12}" for c in causes)]
         for lv in attributed:
@@ -386,6 +390,16 @@ class Results:
             total = part.misses.sum()
             shares = "".join(f"{100 * part[c].sum() / total if total else 0.0:>11.1f}%" for c in causes)
             lines.append(f"{lv:<16}{shares}")
+        tasks = self.tasks
+        for lv in tlbs:
+            level = lv.removeprefix("tlb.")
+            total = tasks[f"tlb_{level}_misses"].sum()
+            induced = [tasks[f"tlb_{level}_{c}"].sum() for c in causes[2:]]
+            rest = total - sum(induced)
+            share = lambda n: f"{100 * n / total if total else 0.0:>11.1f}%"  # noqa: E731
+            lines.append(f"{lv:<16}{'-':>12}{share(rest)}" + "".join(share(n) for n in induced))
+        if tlbs:
+            lines.append("(TLB levels: compulsory and capacity misses together, under capacity)")
         return lines
 
     def __repr__(self) -> str:

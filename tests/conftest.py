@@ -9,6 +9,15 @@ import numpy as np
 import pytest
 
 
+def needed(found, what: str, how: str):
+    """``found`` if it is there, else a failure saying how to get it: the
+    suite's references and tools are part of it, so a missing one fails the
+    tests that need it, never skips them."""
+    if not found:
+        pytest.fail(f"{what} is missing: {how}", pytrace=False)
+    return found
+
+
 @pytest.fixture
 def run_cli():
     """Run the command line in a fresh process; returns the CompletedProcess."""

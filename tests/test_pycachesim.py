@@ -10,12 +10,16 @@ different synthetic traces.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 import cachesched
 from cachesched import reference, trace
 
-pytest.importorskip("cachesim")
+from conftest import needed
+
+needed(importlib.util.find_spec("cachesim"), "pycachesim, the reference of these tests", "pip install -e '.[test]'")
 
 # (size in bytes, ways) per level: small enough that every level misses.
 GEOMETRY = [(4096, 4), (32768, 8), (262144, 16)]

@@ -14,12 +14,14 @@ from cachesched import trace
 from cachesched.errors import RecordError
 from cachesched.record import record
 
-needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+from conftest import needed
+
+needed(shutil.which("valgrind"), "valgrind, which records the programs", "apt-get install valgrind")
+needed(shutil.which("gcc"), "gcc, which builds the test's program", "apt-get install gcc")
 
 TRUE = shutil.which("true")
 
 
-@needs_valgrind
 def test_instruction_fetches_add_up_to_lackeys_own_count(tmp_path):
     full = record([TRUE], tmp_path / "full.cst", ifetch=True)
     assert not full["limit_reached"]
@@ -48,8 +50,6 @@ int main(void) {
 """
 
 
-@needs_valgrind
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 def test_a_programs_own_array_accesses_are_all_there(tmp_path):
     (tmp_path / "p.c").write_text(PROGRAM)
     subprocess.run(["gcc", "-O1", "-o", str(tmp_path / "p"), str(tmp_path / "p.c")], check=True)
@@ -70,7 +70,6 @@ def test_a_programs_own_array_accesses_are_all_there(tmp_path):
     assert stores.index.max() < loads.index.min()
 
 
-@needs_valgrind
 def test_skip_drops_whole_instructions(tmp_path):
     skip = 50_000
     result = record([TRUE], tmp_path / "skip.cst", ifetch=True, skip=skip)
@@ -78,7 +77,6 @@ def test_skip_drops_whole_instructions(tmp_path):
     assert trace.info(tmp_path / "skip.cst")["meta"]["skip_instructions"] == skip
 
 
-@needs_valgrind
 def test_limit_stops_valgrind_and_the_command_line_records_its_metadata(run_cli, tmp_path):
     out = tmp_path / "ls.cst"
     proc = run_cli("record", "-o", str(out), "--skip", "1000", "--limit", "5000", "--", "ls", "-l", "/", check=True)
@@ -92,7 +90,6 @@ def test_limit_stops_valgrind_and_the_command_line_records_its_metadata(run_cli,
     assert set(df.kind) <= {0, 1} and (df.pc > 0).all()
 
 
-@needs_valgrind
 def test_failures_are_clear(tmp_path):
     out = tmp_path / "x.cst"
     with pytest.raises(RecordError, match="program not found: no-such-program-xyz"):

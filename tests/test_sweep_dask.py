@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import socket
 import subprocess
@@ -15,9 +16,12 @@ import pytest
 import cachesched
 from cachesched.results import load
 
+from conftest import needed
 from test_sweep import detail_json, spec, stable
 
-distributed = pytest.importorskip("distributed")
+needed(importlib.util.find_spec("distributed"), "dask.distributed, which these tests run on",
+       "pip install -e '.[test]'")
+import distributed  # noqa: E402
 
 
 def _free_port() -> int:
@@ -32,8 +36,7 @@ def cluster(tmp_path_factory) -> Iterator[str]:
     on free loopback ports; the scheduler's address. Torn down at the end."""
     beside = Path(sys.executable).parent / "dask"
     dask = str(beside) if beside.exists() else shutil.which("dask")
-    if dask is None:
-        pytest.skip("no `dask` command (pip install 'cachesched[dask]')")
+    needed(dask, "the `dask` command, which starts the cluster", "pip install -e '.[test]'")
     address = f"tcp://127.0.0.1:{_free_port()}"
     logs = tmp_path_factory.mktemp("dask")
     procs: list[subprocess.Popen] = []

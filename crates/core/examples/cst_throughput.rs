@@ -20,7 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use cachesched_core::config::PluginConfig;
+use cachesched_core::plugin::PluginConfig;
 use cachesched_core::trace::native::{NativeReader, NativeWriter, TraceHeader};
 use cachesched_core::trace::{Workload, WorkloadConfig, WorkloadCtx};
 use cachesched_core::{Access, Result};

@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use cachesched_core::config::PluginConfig;
+use cachesched_core::plugin::PluginConfig;
 use cachesched_core::trace::{WorkloadConfig, WorkloadCtx};
 use cachesched_core::Access;
 use serde_json::json;

@@ -9,10 +9,12 @@ pub mod engine;
 pub mod error;
 pub mod mech;
 pub mod mem;
+pub mod plugin;
 pub mod sched;
 pub mod stats;
 pub mod trace;
 pub mod types;
+pub mod units;
 pub mod util;
 
 pub use error::{Error, Result};

@@ -10,14 +10,16 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
-use cachesched_core::config::{self, footprint, ByteSize, PluginConfig};
+use cachesched_core::config::{self, footprint};
 use cachesched_core::engine::Engine;
 use cachesched_core::mem::cache::{Cache, CacheParams};
 use cachesched_core::mem::machine::Machine;
 use cachesched_core::mem::replacement::ReplacementConfig;
 use cachesched_core::mem::tlb::{Tlb, TlbLevelParams};
+use cachesched_core::plugin::PluginConfig;
 use cachesched_core::trace::native::{NativeWriter, TraceHeader};
 use cachesched_core::trace::{ThreadIndex, WorkloadConfig, WorkloadCtx};
+use cachesched_core::units::ByteSize;
 use cachesched_core::Access;
 use serde_json::json;
 

@@ -2,7 +2,6 @@
 //! schedules, a small independent model of round-robin, and a direct
 //! machine loop for single-task runs.
 
-use cachesched_core::config::units::Budget;
 use cachesched_core::config::{self, ValidConfig};
 use cachesched_core::engine::Engine;
 use cachesched_core::error::{Error, Result};
@@ -12,6 +11,7 @@ use cachesched_core::sched::{SchedCtx, Scheduler, Slice};
 use cachesched_core::stats::{Level, Results};
 use cachesched_core::trace::{collect, WorkloadCtx};
 use cachesched_core::types::{Asid, CoreId, TaskId};
+use cachesched_core::units::Budget;
 use serde_json::{json, Value};
 
 fn valid(config: Value) -> ValidConfig {

@@ -7,11 +7,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use cachesched_core::config::Span;
 use cachesched_core::error::{Error, Result};
 use cachesched_core::sched::python::PythonParams;
 use cachesched_core::sched::{Move, SchedBuild, SchedCtx, Scheduler, Slice, TaskState};
 use cachesched_core::types::{CoreId, TaskId};
+use cachesched_core::units::Span;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};

@@ -4,8 +4,8 @@
 use std::fs::File;
 use std::path::PathBuf;
 
-use cachesched_core::config::{parse_at, PluginConfig};
 use cachesched_core::error::Error;
+use cachesched_core::plugin::{parse_at, PluginConfig};
 use cachesched_core::trace::convert::{copy, CopyOptions, PipeReader};
 use cachesched_core::trace::file::{self, TraceFormat, TraceParams};
 use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};

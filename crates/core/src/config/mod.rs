@@ -10,15 +10,8 @@
 //! config only says what differs.
 
 pub mod footprint;
-pub mod optional;
-pub mod plugin;
 pub mod presets;
 pub mod tasks;
-pub mod units;
-
-pub use optional::optional;
-pub use plugin::{parse_at, PluginConfig};
-pub use units::{Budget, ByteSize, Span};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,13 +19,11 @@ use serde_json::Value;
 use crate::error::{Error, Issues, Result};
 use crate::mech::{MechBuild, MechanismConfig};
 use crate::mem::machine::MachineParams;
+use crate::plugin::{parse_at, PluginConfig};
 use crate::sched::{SchedBuild, SchedulerConfig, Topology};
 use crate::trace::WorkloadConfig;
+use crate::units::{Budget, ByteSize, Span, MAX_COST_CYCLES};
 use tasks::{TaskParams, TaskSpec};
-
-/// The largest direct cost of a switch or a migration (`run.switch_cycles`,
-/// `run.migration_cycles`): about 6 minutes at 3 GHz.
-pub const MAX_COST_CYCLES: u64 = 1 << 40;
 
 /// How long to run and what to measure (`run`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::PluginConfig;
 use crate::error::{join_path, Issues};
+use crate::plugin::PluginConfig;
 use crate::trace::{kernels, ThreadIndex, WorkloadConfig};
 use crate::types::{Asid, CoreId};
 

@@ -26,8 +26,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{counters, Event, EventCtx, Mark, MechBuild, Mechanism};
-use crate::config::units::{Budget, Span};
 use crate::error::{Error, Result};
+use crate::units::{Budget, Span};
 
 /// When the emulated switch happens within a slice (spec §2.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

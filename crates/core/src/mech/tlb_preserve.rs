@@ -35,12 +35,13 @@ use super::aging::AgingParams;
 use super::aging_total::AgingTotalParams;
 use super::tlb_flush::{needs_tlb, TlbFlushParams};
 use super::{AccessCtx, Event, EventCtx, MechBuild, Mechanism};
-use crate::config::{PluginConfig, MAX_COST_CYCLES};
 use crate::error::{join_path, Error, Result};
 use crate::mem::machine::Machine;
 use crate::mem::tlb;
+use crate::plugin::PluginConfig;
 use crate::stats::TlbCounters;
 use crate::types::{AccessKind, Asid, CoreId, TaskId};
+use crate::units::MAX_COST_CYCLES;
 use crate::util::hash::U64Map;
 
 /// Predictor state of one TLB entry.

@@ -10,9 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::replacement::{self, HitUpdate, Policy, Replacement, ReqKind, StampRun, Touch, VictimQuery};
-use crate::config::{ByteSize, PluginConfig};
 use crate::error::{Issues, Result};
+use crate::plugin::PluginConfig;
 use crate::types::{LineAddr, TaskId, VirtAddr};
+use crate::units::ByteSize;
 use crate::util::alloc;
 use crate::util::hash::SeenSet;
 
@@ -75,7 +76,7 @@ pub struct CacheParams {
     pub store_hit_updates_replacement: bool,
     /// Hardware prefetcher filling this cache, `{ kind = "stream" }` (see
     /// `mem::prefetch`); none by default.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub prefetcher: Option<PluginConfig>,
 }
 

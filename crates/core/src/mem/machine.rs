@@ -29,13 +29,13 @@ use super::prefetch::{self, Observed, Prefetch, Prefetcher, Proposals};
 use super::replacement::{HitUpdate, ReqKind};
 use super::tags::Slot;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::stats::atd::Atd;
 use crate::stats::attribution::{Attributed, Attribution};
 use crate::stats::notes::{self, Note, Notebook};
 use crate::stats::{Level, NodeStats, TaskStats};
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
+use crate::units::ByteSize;
 
 /// The most NUMA nodes a machine may have: Linux's `MAX_NUMNODES` with its
 /// largest `NODES_SHIFT` (10).
@@ -91,18 +91,18 @@ pub struct MachineParams {
     /// Cycles per instruction before memory stalls.
     pub base_cpi: f64,
     /// Private L1 instruction cache; without it fetches use the L1D.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub l1i: Option<CacheParams>,
     /// Private L1 data cache.
     pub l1d: CacheParams,
     /// Private L2.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub l2: Option<CacheParams>,
     /// Last-level cache shared by the cores of a socket.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub llc: Option<CacheParams>,
     /// TLBs; without them translation is free.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub tlb: Option<TlbParams>,
     /// Memory.
     pub memory: MemoryParams,

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::replacement::{self, HitUpdate, Policy, Replacement, ReqKind, StampRun, Touch, VictimQuery};
 use super::tags::{Lookup, SetIndex, Slot, TagArray, INVALID};
-use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
+use crate::plugin::PluginConfig;
 use crate::types::{Asid, TaskId, VirtAddr};
 use crate::util::alloc;
 
@@ -85,10 +85,10 @@ pub struct TlbParams {
     /// L1 data TLB.
     pub l1d: TlbLevelParams,
     /// L1 instruction TLB; without it instruction fetches use the data TLB.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub l1i: Option<TlbLevelParams>,
     /// Second-level TLB shared by instruction and data translations.
-    #[serde(deserialize_with = "crate::config::optional")]
+    #[serde(deserialize_with = "crate::plugin::optional")]
     pub l2: Option<TlbLevelParams>,
     /// Fixed or radix page walks.
     pub walk: WalkModel,

@@ -14,9 +14,9 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, Move, SchedBuild, SchedCtx, Scheduler, Slice};
-use crate::config::units::{Budget, Span};
 use crate::error::{Error, Result};
 use crate::types::{CoreId, TaskId};
+use crate::units::{Budget, Span};
 
 /// Params of `balance`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -27,9 +27,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{SchedBuild, SchedCtx, Scheduler, Slice};
-use crate::config::units::{Budget, Span};
 use crate::error::{Error, Result};
 use crate::types::{CoreId, TaskId};
+use crate::units::{Budget, Span};
 
 /// Params of `ets`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,10 +13,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, Expiry, SchedBuild, SchedCtx, Scheduler, Slice, Topology};
-use crate::config::units::{Budget, Span};
 use crate::error::{Error, Result};
 use crate::mech::{Locality, Timing};
 use crate::types::{CoreId, TaskId};
+use crate::units::{Budget, Span};
 
 /// Params of `forced`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, SchedBuild, SchedCtx, Scheduler, Slice};
 use crate::config::tasks::MAX_TASKS;
-use crate::config::units::{Budget, Span};
 use crate::error::{join_path, Error, Result};
 use crate::types::{CoreId, TaskId};
+use crate::units::{Budget, Span};
 
 /// VCPUs per VM: one number for every VM, or one per VM in VM id order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

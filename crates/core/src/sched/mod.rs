@@ -22,11 +22,11 @@ pub mod round_robin;
 use std::collections::VecDeque;
 
 use crate::config::tasks::TaskSpec;
-use crate::config::units::{Budget, Span};
 use crate::error::{join_path, Error, Result};
 use crate::mech::Timing;
 use crate::stats::atd::Estimate;
 use crate::types::{CoreId, TaskId};
+use crate::units::{Budget, Span};
 
 /// Sockets and cores, numbered socket-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,7 +321,7 @@ pub(crate) mod testing {
     //! A hand-made scheduling state for the policies' unit tests.
 
     use super::*;
-    use crate::config::PluginConfig;
+    use crate::plugin::PluginConfig;
     use crate::trace::WorkloadConfig;
     use crate::types::Asid;
 

@@ -8,9 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, SchedBuild, SchedCtx, Scheduler, Slice};
-use crate::config::units::Span;
 use crate::error::Result;
 use crate::types::{CoreId, TaskId};
+use crate::units::Span;
 
 /// Params of `pinned`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, SchedBuild, Scheduler, Slice};
-use crate::config::units::Span;
 use crate::error::{Error, Result};
+use crate::units::Span;
 
 /// Params of `python`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, SchedBuild, SchedCtx, Scheduler, Slice};
-use crate::config::units::Span;
 use crate::error::Result;
 use crate::types::{CoreId, TaskId};
+use crate::units::Span;
 
 /// Params of `round-robin`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,8 +50,8 @@ impl Scheduler for RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::units::Budget;
     use crate::sched::testing::{spec, State};
+    use crate::units::Budget;
 
     #[test]
     fn spreads_tasks_and_takes_the_head_of_the_queue() {

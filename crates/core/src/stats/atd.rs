@@ -226,7 +226,7 @@ mod tests {
 
     /// A 64-set, 2-way LRU cache and an ATD sampling 1 set in 16.
     fn setup() -> (Vec<Cache>, Atd) {
-        let params = CacheParams { size_bytes: crate::config::ByteSize(64 * 2 * 64), ways: 2, ..Default::default() };
+        let params = CacheParams { size_bytes: crate::units::ByteSize(64 * 2 * 64), ways: 2, ..Default::default() };
         let caches = vec![Cache::new(&params, 40, 1, "llc", "machine.llc").unwrap()];
         let atd = Atd::new(&caches, &[0], 4);
         (caches, atd)
@@ -321,9 +321,9 @@ mod tests {
 
         let (sets, ways) = (64u64, 16usize);
         let mut params = MachineParams {
-            l1d: CacheParams { size_bytes: crate::config::ByteSize(64), ways: 1, ..Default::default() },
+            l1d: CacheParams { size_bytes: crate::units::ByteSize(64), ways: 1, ..Default::default() },
             llc: Some(CacheParams {
-                size_bytes: crate::config::ByteSize(sets * ways as u64 * 64),
+                size_bytes: crate::units::ByteSize(sets * ways as u64 * 64),
                 ways: ways as u32,
                 ..Default::default()
             }),

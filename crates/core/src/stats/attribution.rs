@@ -539,8 +539,8 @@ impl Attribution {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ByteSize;
     use crate::types::VirtAddr;
+    use crate::units::ByteSize;
     use crate::util::rng::Rng;
 
     /// The same shadows as `Attribution::new` builds, but every cache level

@@ -433,7 +433,7 @@ impl Workload for Limited {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::PluginConfig;
+    use crate::plugin::PluginConfig;
     use crate::trace::native::{NativeWriter, TraceHeader, WriterOptions};
     use crate::trace::{collect, WorkloadConfig};
     use crate::types::AccessKind;

@@ -149,7 +149,7 @@ impl WorkloadConfig {
 
 /// [`WorkloadConfig::host_bytes`] of a nested workload's raw config (one
 /// that does not parse is refused elsewhere, and counts nothing here).
-pub(crate) fn nested_host_bytes(raw: &crate::config::PluginConfig) -> u64 {
+pub(crate) fn nested_host_bytes(raw: &crate::plugin::PluginConfig) -> u64 {
     WorkloadConfig::parse(raw, "").map_or(0, |w| w.host_bytes())
 }
 

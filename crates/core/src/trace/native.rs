@@ -1962,7 +1962,7 @@ mod tests {
     /// walks and Zipf-popular heap accesses) run with seed `seed`, built as
     /// a config would build it.
     fn loop_accesses(n: usize, seed: u64) -> Vec<Access> {
-        let raw = crate::config::PluginConfig { kind: "loop".into(), params: serde_json::json!({"accesses": n}) };
+        let raw = crate::plugin::PluginConfig { kind: "loop".into(), params: serde_json::json!({"accesses": n}) };
         let ctx = crate::trace::WorkloadCtx {
             seed,
             component: "task0".into(),

@@ -144,16 +144,16 @@ prefetchers! {
 /// Type a selection found at `loc` and return it with every param filled in,
 /// recording any problem.
 pub fn check(
-    raw: &crate::config::PluginConfig,
+    raw: &crate::plugin::PluginConfig,
     loc: &str,
     issues: &mut crate::error::Issues,
-) -> Option<crate::config::PluginConfig> {
+) -> Option<crate::plugin::PluginConfig> {
     let config = issues.absorb(PrefetcherConfig::parse(raw, loc))?;
     issues.absorb(config.build(&PrefetchCtx { page_lines_shift: 6, loc: loc.to_string() }))?;
     Some(config.to_raw())
 }
 
 /// Build the prefetcher selected by `raw` (found at `loc`).
-pub fn build(raw: &crate::config::PluginConfig, page_lines_shift: u32, loc: &str) -> Result<Prefetcher> {
+pub fn build(raw: &crate::plugin::PluginConfig, page_lines_shift: u32, loc: &str) -> Result<Prefetcher> {
     PrefetcherConfig::parse(raw, loc)?.build(&PrefetchCtx { page_lines_shift, loc: loc.to_string() })
 }

@@ -346,11 +346,11 @@ policies! {
 /// (some policies need e.g. a power-of-two associativity), recording any
 /// problem, and return it with every param filled in.
 pub fn check(
-    raw: &crate::config::PluginConfig,
+    raw: &crate::plugin::PluginConfig,
     ways: usize,
     loc: &str,
     issues: &mut crate::error::Issues,
-) -> Option<crate::config::PluginConfig> {
+) -> Option<crate::plugin::PluginConfig> {
     let config = issues.absorb(ReplacementConfig::parse(raw, loc))?;
     // No sets: run the policy's own checks of its params and the
     // associativity without allocating the state of a large cache. Checks
@@ -373,7 +373,7 @@ pub fn host_bytes(sets: u64, ways: u64) -> u64 {
 /// of `sets x ways` at component path `component` in a run seeded `seed`;
 /// `size_key` is the key that sized the array.
 pub fn build(
-    raw: &crate::config::PluginConfig,
+    raw: &crate::plugin::PluginConfig,
     sets: usize,
     ways: usize,
     seed: u64,
@@ -560,7 +560,7 @@ impl Bimodal {
 pub(crate) mod conformance {
     //! Checks every registered policy must pass.
     use super::*;
-    use crate::config::PluginConfig;
+    use crate::plugin::PluginConfig;
 
     pub fn ctx(sets: usize, ways: usize) -> ReplCtx {
         ReplCtx {

@@ -12,9 +12,9 @@
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::config::PluginConfig;
 use crate::mem::cache::{Cache, CacheParams, Req};
 use crate::mem::replacement::ReqKind;
+use crate::plugin::PluginConfig;
 use crate::types::{LineAddr, TaskId, VirtAddr};
 use crate::util::rng::Rng;
 
@@ -249,7 +249,7 @@ impl Model {
 /// Hits and misses of the real cache with `kind`, one per access.
 fn simulated(kind: &Kind, sets: usize, ways: usize, stream: &[(u64, u64)]) -> Vec<bool> {
     let params = CacheParams {
-        size_bytes: crate::config::ByteSize((sets * ways * 64) as u64),
+        size_bytes: crate::units::ByteSize((sets * ways * 64) as u64),
         ways: ways as u32,
         replacement: kind.config(),
         ..CacheParams::default()

@@ -17,10 +17,10 @@
 //! nodes along the cycle. The regions are laid out one after another from
 //! `base_addr`, each at the next 4 KiB.
 
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
+use crate::units::ByteSize;
 use crate::util::perm::Permutation;
 use crate::util::rng::Rng;
 

@@ -605,8 +605,8 @@ pub(crate) fn draw(key: u64, i: u64) -> u64 {
 /// Helpers for the kernels' tests.
 #[cfg(test)]
 pub(crate) mod testutil {
-    use crate::config::PluginConfig;
     use crate::error::{Error, Result};
+    use crate::plugin::PluginConfig;
     use crate::trace::{ThreadIndex, Workload, WorkloadConfig, WorkloadCtx};
     use crate::types::Access;
 
@@ -657,7 +657,7 @@ mod tests {
     use super::testutil::*;
     use super::*;
     use crate::config::tasks::{expand, TaskParams};
-    use crate::config::PluginConfig;
+    use crate::plugin::PluginConfig;
     use serde_json::json;
 
     const KERNELS: [&str; 6] = ["cg", "mg", "ft", "is", "ep", "latency"];

@@ -14,9 +14,9 @@
 //! memory (a shuffled table would take `8 n` bytes). Every lap follows the
 //! same cycle, as a real static list would.
 
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::trace::{Workload, WorkloadCtx};
+use crate::units::ByteSize;
 use crate::util::rng::Rng;
 
 use super::common::{build_leaf, element_count, leaf_params, stream_rng, AddrGen, Length, DEFAULT_WORKING_SET_BYTES};

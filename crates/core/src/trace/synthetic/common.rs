@@ -114,7 +114,7 @@ macro_rules! leaf_params {
             pub pcs: u32,
             /// Size of the code region that ifetches walk and data pcs lie in
             /// (default 16KiB).
-            pub code_bytes: $crate::config::ByteSize,
+            pub code_bytes: $crate::units::ByteSize,
             /// First byte of the code region (default 0x40_0000; a multiple of 4).
             pub code_base: u64,
         }
@@ -131,7 +131,7 @@ macro_rules! leaf_params {
                     access_bytes: $crate::trace::synthetic::common::DEFAULT_ACCESS_BYTES,
                     base_addr: $crate::trace::synthetic::common::DEFAULT_BASE_ADDR,
                     pcs: $crate::trace::synthetic::common::DEFAULT_PCS,
-                    code_bytes: $crate::config::ByteSize(
+                    code_bytes: $crate::units::ByteSize(
                         $crate::trace::synthetic::common::DEFAULT_CODE_BYTES,
                     ),
                     code_base: $crate::trace::synthetic::common::DEFAULT_CODE_BASE,

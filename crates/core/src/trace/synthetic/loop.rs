@@ -32,10 +32,10 @@ use std::fmt;
 
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, AccessKind, VirtAddr};
+use crate::units::ByteSize;
 use crate::util::perm::Permutation;
 use crate::util::rng::Rng;
 
@@ -1162,7 +1162,7 @@ mod tests {
     #[test]
     fn regions_default_to_the_default_loop_only_without_sites() {
         let parse = |p: Value| match crate::trace::WorkloadConfig::parse(
-            &crate::config::PluginConfig { kind: "loop".into(), params: p },
+            &crate::plugin::PluginConfig { kind: "loop".into(), params: p },
             "workload",
         ) {
             Ok(crate::trace::WorkloadConfig::Loop(p)) => p,

@@ -61,8 +61,8 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
 /// Helpers for the tests of this folder.
 #[cfg(test)]
 pub(crate) mod testutil {
-    use crate::config::PluginConfig;
     use crate::error::{Error, Result};
+    use crate::plugin::PluginConfig;
     use crate::trace::{Workload, WorkloadConfig, WorkloadCtx};
     use crate::types::Access;
 
@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn defaults_round_trip_through_the_raw_form() {
         for kind in LEAVES.iter().chain(&["phases", "mix", "loop"]) {
-            let raw = crate::config::PluginConfig::named(kind);
+            let raw = crate::plugin::PluginConfig::named(kind);
             let typed = WorkloadConfig::parse(&raw, "workload").unwrap();
             let again = WorkloadConfig::parse(&typed.to_raw(), "workload").unwrap();
             assert_eq!(typed, again, "{kind}");

@@ -17,8 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::PluginConfig;
 use crate::error::{Issues, Result};
+use crate::plugin::PluginConfig;
 use crate::trace::{Workload, WorkloadConfig, WorkloadCtx};
 use crate::types::Access;
 

@@ -7,9 +7,9 @@
 //! LRU cache once the working set exceeds it. `streams = k` interleaves `k`
 //! arrays in lockstep, like `c[i] = a[i] + b[i]`.
 
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::trace::{Workload, WorkloadCtx};
+use crate::units::ByteSize;
 use crate::util::rng::Rng;
 
 use super::common::{build_leaf, field_loc, leaf_params, AddrGen, Length};

@@ -7,9 +7,9 @@
 //! effects, and the background noise against which scheduling effects are
 //! measured (hash tables, random graph probes).
 
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::trace::{Workload, WorkloadCtx};
+use crate::units::ByteSize;
 use crate::util::rng::Rng;
 
 use super::common::{build_leaf, field_loc, leaf_params, AddrGen, Length, DEFAULT_WORKING_SET_BYTES};

@@ -18,9 +18,9 @@
 //! per draw, against about 12 ns for the banded table alone and a budget of
 //! about 10 ns per access.
 
-use crate::config::ByteSize;
 use crate::error::{Issues, Result};
 use crate::trace::{Workload, WorkloadCtx};
+use crate::units::ByteSize;
 use crate::util::rng::Rng;
 
 use super::common::{

@@ -8,8 +8,13 @@
 //! and prefixing every error with the plug-in's location. This gives errors
 //! like `machine.l2.replacement.params.seed: invalid type: ...` and
 //! `workload.kind: unknown workload 'zipff'; expected one of: ...`.
+//!
+//! Also [`optional`]: tables that a configuration may switch off with `false`.
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, value::MapAccessDeserializer, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{join_path, Error, Result};
@@ -89,6 +94,50 @@ fn serde_code(message: &str) -> &'static str {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Optional tables that can be switched off with `false`: TOML has no null,
+// so a level a preset defines (`[machine.llc]`) is removed by `llc = false`
+// (Python's `None` works too).
+
+/// `deserialize_with` helper: a table gives `Some`, `false` or null gives `None`.
+pub fn optional<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct V<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a table, or false to leave it out")
+        }
+
+        fn visit_bool<E: de::Error>(self, on: bool) -> Result<Self::Value, E> {
+            if on {
+                Err(E::custom("`true` is not a table: give the table, or false to leave it out"))
+            } else {
+                Ok(None)
+            }
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+
+    d.deserialize_any(V(PhantomData))
+}
+
 /// Declares a plug-in family: the typed config enum, its parser from a
 /// [`PluginConfig`], the list of registered names, and one dispatching
 /// constructor taking one context argument. Each params type implements the
@@ -125,10 +174,10 @@ macro_rules! register {
             pub const NAMES: &'static [&'static str] = &[$($name),+];
 
             /// Type the params of a raw selection found at `loc`.
-            pub fn parse(raw: &$crate::config::PluginConfig, loc: &str) -> $crate::error::Result<Self> {
+            pub fn parse(raw: &$crate::plugin::PluginConfig, loc: &str) -> $crate::error::Result<Self> {
                 let params_loc = $crate::error::join_path(loc, "params");
                 match raw.kind.as_str() {
-                    $($name => Ok($enum::$variant($crate::config::parse_at(&raw.params, &params_loc)?)),)+
+                    $($name => Ok($enum::$variant($crate::plugin::parse_at(&raw.params, &params_loc)?)),)+
                     other => Err($crate::error::Error::config(
                         $crate::error::join_path(loc, "kind"),
                         "unknown_kind",
@@ -143,11 +192,11 @@ macro_rules! register {
             }
 
             /// Back to the raw form, with every default filled in.
-            pub fn to_raw(&self) -> $crate::config::PluginConfig {
+            pub fn to_raw(&self) -> $crate::plugin::PluginConfig {
                 let params = match self {
                     $($enum::$variant(p) => serde_json::to_value(p).expect("params serialise to JSON")),+
                 };
-                $crate::config::PluginConfig { kind: self.kind().to_string(), params }
+                $crate::plugin::PluginConfig { kind: self.kind().to_string(), params }
             }
 
             /// Construct the implementation.

@@ -7,6 +7,10 @@
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
+/// The largest direct cost of a switch or a migration (`run.switch_cycles`,
+/// `run.migration_cycles`, a mechanism's costs): about 6 minutes at 3 GHz.
+pub const MAX_COST_CYCLES: u64 = 1 << 40;
+
 /// 2^64 as a float: the first size that does not fit in a `u64` (`u64::MAX
 /// as f64` rounds up to it, so `>` against that would let it through).
 const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;

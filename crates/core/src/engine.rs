@@ -27,7 +27,8 @@ use std::time::Instant;
 
 use crate::config::{footprint, ValidConfig};
 use crate::error::{Error, Result};
-use crate::mech::{AccessCtx, Event, EventCtx, EventRecord, Locality, Mechanism, Timing};
+use crate::events::{Event, EventRecord, Locality, Timing};
+use crate::mech::{AccessCtx, EventCtx, Mechanism};
 use crate::mem::machine::{Machine, Part};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::stats::{

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod mech;
 pub mod mem;
 pub mod plugin;

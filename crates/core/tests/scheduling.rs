@@ -5,7 +5,8 @@
 use cachesched_core::config::{self, ValidConfig};
 use cachesched_core::engine::Engine;
 use cachesched_core::error::{Error, Result};
-use cachesched_core::mech::{AccessCtx, Event, EventCtx, Mechanism};
+use cachesched_core::events::Event;
+use cachesched_core::mech::{AccessCtx, EventCtx, Mechanism};
 use cachesched_core::mem::machine::Machine;
 use cachesched_core::sched::{SchedCtx, Scheduler, Slice};
 use cachesched_core::stats::{Level, Results};
@@ -301,9 +302,9 @@ fn forced_migrations_fall_at_the_same_points_whatever_the_batch() {
     // A period in cycles: points depend on stalls, still not on the batch.
     let cycles = forced("50000 cycles", 4096, "delayed", "local");
     assert!(cycles.summary.migrations >= 2);
-    let local = |e: &&cachesched_core::mech::EventRecord| match e.event {
+    let local = |e: &&cachesched_core::events::EventRecord| match e.event {
         Event::Migrate { from, to, locality, .. } => {
-            to.0 == (from.0 + 1) % cores_per_socket && locality == cachesched_core::mech::Locality::Local
+            to.0 == (from.0 + 1) % cores_per_socket && locality == cachesched_core::events::Locality::Local
         }
         _ => true,
     };
@@ -393,7 +394,7 @@ fn balancing_moves_waiting_tasks_to_idle_cores() {
         })
         .collect();
     assert!(!migrations.is_empty());
-    assert!(migrations.iter().all(|m| m.2 == cachesched_core::mech::Timing::Delayed), "{migrations:?}");
+    assert!(migrations.iter().all(|m| m.2 == cachesched_core::events::Timing::Delayed), "{migrations:?}");
     assert!(migrations.iter().any(|m| m.0 < 2 && m.1 >= 2), "cores 2 and 3 take work from socket 0");
     let ticks: Vec<u64> = r.events.iter().filter(|e| e.event == Event::Tick).map(|e| e.time).collect();
     assert!(ticks.iter().enumerate().all(|(k, &t)| t == 20_000 * (k as u64 + 1)), "{ticks:?}");

@@ -16,8 +16,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::tlb_flush::FlushOn;
-use super::{Event, EventCtx, MechBuild, Mechanism};
+use super::{EventCtx, MechBuild, Mechanism};
 use crate::error::Result;
+use crate::events::Event;
 use crate::stats::Level;
 
 /// Params of `cache-flush`.

@@ -25,8 +25,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{counters, Event, EventCtx, Mark, MechBuild, Mechanism};
+use super::{counters, EventCtx, Mark, MechBuild, Mechanism};
+
 use crate::error::{Error, Result};
+use crate::events::Event;
 use crate::units::{Budget, Span};
 
 /// When the emulated switch happens within a slice (spec §2.6).

@@ -31,8 +31,9 @@ use serde::{Deserialize, Serialize};
 
 use super::l2_restore::select_from;
 use super::l2_select::{Select, Selection};
-use super::{counters, Event, EventCtx, Locality, MechBuild, Mechanism, Timing};
+use super::{counters, EventCtx, MechBuild, Mechanism};
 use crate::error::{Error, Result};
+use crate::events::{Event, Locality, Timing};
 use crate::types::{CoreId, LineAddr, TaskId};
 
 /// Params of `migration-prefetch`.

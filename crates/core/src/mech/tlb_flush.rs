@@ -9,8 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Event, EventCtx, MechBuild, Mechanism};
+use super::{EventCtx, MechBuild, Mechanism};
+
 use crate::error::{Error, Result};
+use crate::events::Event;
 
 /// When to flush.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

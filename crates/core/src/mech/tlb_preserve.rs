@@ -34,8 +34,9 @@ use serde::{Deserialize, Serialize};
 use super::aging::AgingParams;
 use super::aging_total::AgingTotalParams;
 use super::tlb_flush::{needs_tlb, TlbFlushParams};
-use super::{AccessCtx, Event, EventCtx, MechBuild, Mechanism};
+use super::{AccessCtx, EventCtx, MechBuild, Mechanism};
 use crate::error::{join_path, Error, Result};
+use crate::events::Event;
 use crate::mem::machine::Machine;
 use crate::mem::tlb;
 use crate::plugin::PluginConfig;
@@ -620,7 +621,8 @@ impl Mechanism for TlbPreserve {
 mod tests {
     use super::*;
     use crate::engine::Engine;
-    use crate::mech::{EventRecord, MechanismConfig};
+    use crate::events::EventRecord;
+    use crate::mech::MechanismConfig;
     use crate::stats::Results;
     use crate::types::Access;
     use serde_json::{json, Value};

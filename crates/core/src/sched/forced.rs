@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{default_quantum, Expiry, SchedBuild, SchedCtx, Scheduler, Slice, Topology};
 use crate::error::{Error, Result};
-use crate::mech::{Locality, Timing};
+use crate::events::{Locality, Timing};
 use crate::types::{CoreId, TaskId};
 use crate::units::{Budget, Span};
 

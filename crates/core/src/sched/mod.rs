@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 
 use crate::config::tasks::TaskSpec;
 use crate::error::{join_path, Error, Result};
-use crate::mech::Timing;
+use crate::events::Timing;
 use crate::stats::atd::Estimate;
 use crate::types::{CoreId, TaskId};
 use crate::units::{Budget, Span};

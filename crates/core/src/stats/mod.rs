@@ -15,7 +15,7 @@ pub mod notes;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::mech::{EventRecord, Locality, Timing};
+use crate::events::{EventRecord, Locality, Timing};
 use crate::mem::cache::CacheStats;
 use crate::mem::tlb::TlbStats;
 use crate::stats::attribution::Induced;

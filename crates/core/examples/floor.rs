@@ -19,10 +19,10 @@
 use std::time::Instant;
 
 use cachesched_core::config;
+use cachesched_core::counters::Level;
 use cachesched_core::mem::machine::Machine;
 use cachesched_core::mem::page_table::FrameAllocation;
 use cachesched_core::mem::tags;
-use cachesched_core::stats::Level;
 use cachesched_core::trace::native::NativeReader;
 use cachesched_core::trace::Workload;
 use cachesched_core::util::argmin;

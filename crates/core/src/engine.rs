@@ -26,15 +26,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::config::{footprint, ValidConfig};
+use crate::counters::{Counts, Level};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventRecord, Locality, Timing};
 use crate::mech::{AccessCtx, EventCtx, Mechanism};
 use crate::mem::machine::{Machine, Part};
-use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
-use crate::stats::{
-    CacheResult, CoreResult, CoreTotals, Counts, Host, IntervalRow, Level, MechanismResult, Results, SliceRow, Summary,
-    TaskResult, TaskSchedCounts, TlbResult, WindowRow,
+use crate::results::{
+    CacheResult, CoreResult, CoreTotals, Host, IntervalRow, MechanismResult, Results, SliceRow, Summary, TaskResult,
+    TaskSchedCounts, TlbResult, WindowRow,
 };
+use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::trace::prefetch::Prefetched;
 use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, CoreId, TaskId};

@@ -5,14 +5,15 @@
 //! `docs/architecture.md` for the layers and the names used here.
 
 pub mod config;
+pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod events;
 pub mod mech;
 pub mod mem;
 pub mod plugin;
+pub mod results;
 pub mod sched;
-pub mod stats;
 pub mod trace;
 pub mod types;
 pub mod units;

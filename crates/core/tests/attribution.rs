@@ -2,11 +2,11 @@
 //! migration- and sharing-induced misses from per-task isolated shadows, and
 //! the residual lines a task finds when it comes back.
 
+use cachesched_core::counters::{Level, LevelCounters};
+use cachesched_core::mem::attribution::Attributed;
 use cachesched_core::mem::cache::{CacheParams, Inclusion, WritePolicy};
 use cachesched_core::mem::machine::{Machine, MachineParams};
 use cachesched_core::mem::page_table::FrameAllocation;
-use cachesched_core::stats::attribution::Attributed;
-use cachesched_core::stats::{Level, LevelCounters};
 use cachesched_core::units::ByteSize;
 use cachesched_core::util::rng::Rng;
 use cachesched_core::{Access, AccessKind, Asid, CoreId, TaskId, VirtAddr};

@@ -3,14 +3,14 @@
 //! exclusion, counter identities, TLBs, page walks and flushes.
 
 use cachesched_core::config;
+use cachesched_core::counters::Level;
+use cachesched_core::mem::attribution::Attributed;
 use cachesched_core::mem::cache::{CacheParams, Inclusion, Scope, WritePolicy};
 use cachesched_core::mem::machine::{Machine, MachineParams};
 use cachesched_core::mem::page_table::FrameAllocation;
 use cachesched_core::mem::replacement::ReqKind;
 use cachesched_core::mem::tlb::{TlbLevelParams, TlbParams, WalkModel};
 use cachesched_core::plugin::PluginConfig;
-use cachesched_core::stats::attribution::Attributed;
-use cachesched_core::stats::Level;
 use cachesched_core::units::ByteSize;
 use cachesched_core::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 use proptest::prelude::*;

@@ -5,8 +5,9 @@
 //! spec's rules (nothing on a local migration, messages of 16 tags).
 
 use cachesched_core::config;
+use cachesched_core::counters::Level;
 use cachesched_core::engine::Engine;
-use cachesched_core::stats::{Level, Results};
+use cachesched_core::results::Results;
 use serde_json::{json, Value};
 
 fn run(config: Value) -> Results {

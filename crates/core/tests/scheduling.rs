@@ -3,13 +3,14 @@
 //! machine loop for single-task runs.
 
 use cachesched_core::config::{self, ValidConfig};
+use cachesched_core::counters::Level;
 use cachesched_core::engine::Engine;
 use cachesched_core::error::{Error, Result};
 use cachesched_core::events::Event;
 use cachesched_core::mech::{AccessCtx, EventCtx, Mechanism};
 use cachesched_core::mem::machine::Machine;
+use cachesched_core::results::Results;
 use cachesched_core::sched::{SchedCtx, Scheduler, Slice};
-use cachesched_core::stats::{Level, Results};
 use cachesched_core::trace::{collect, WorkloadCtx};
 use cachesched_core::types::{Asid, CoreId, TaskId};
 use cachesched_core::units::Budget;

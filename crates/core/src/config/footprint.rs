@@ -10,8 +10,9 @@
 
 use super::tasks::TaskSpec;
 use super::SimConfig;
+use crate::counters::TaskStats;
 use crate::error::Issues;
-use crate::stats::{TaskResult, TaskStats};
+use crate::results::TaskResult;
 use crate::types::Access;
 
 /// Record a problem if the run would take more host memory than it may:

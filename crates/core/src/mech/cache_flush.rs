@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use super::tlb_flush::FlushOn;
 use super::{EventCtx, MechBuild, Mechanism};
+use crate::counters::Level;
 use crate::error::Result;
 use crate::events::Event;
-use crate::stats::Level;
 
 /// Params of `cache-flush`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

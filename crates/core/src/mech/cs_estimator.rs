@@ -2,7 +2,7 @@
 //! context-switch misses (a sampled auxiliary tag directory, §2).
 //!
 //! The counting happens in the machine's LLC paths, in the
-//! [`Atd`](crate::stats::atd::Atd) this mechanism installs there: an extra
+//! [`Atd`](crate::mem::atd::Atd) this mechanism installs there: an extra
 //! branch per fill and demand hit below the L1 when installed, nothing at
 //! all in runs without it (no per-access hook, so the engine keeps running
 //! accesses in batches). This mechanism owns the protocol around it:

@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 use super::l2_select::{Select, Selection};
 use super::tlb_flush::FlushOn;
 use super::{counters, EventCtx, MechBuild, Mechanism};
+use crate::counters::Level;
 use crate::error::Result;
 use crate::events::Event;
 use crate::mem::machine::Machine;
-use crate::stats::Level;
 use crate::types::{CoreId, LineAddr, TaskId};
 
 /// Params of `l2-restore`.

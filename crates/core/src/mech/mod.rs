@@ -66,7 +66,7 @@ pub trait Mechanism: Send {
     }
 
     /// Where in a slice of `slice_cycles` cycles (`None`: a slice in
-    /// instructions or unbounded) the mechanism wants an [`Event::Mark`]
+    /// instructions or unbounded) the mechanism wants an [`Event::Mark`](crate::events::Event::Mark)
     /// for the running task, asked whenever a slice starts. The engine ends
     /// a chunk there exactly, as at any cycle deadline. Default: none.
     fn mark(&self, slice_cycles: Option<u64>) -> Option<Mark> {

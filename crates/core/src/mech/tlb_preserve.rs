@@ -35,12 +35,12 @@ use super::aging::AgingParams;
 use super::aging_total::AgingTotalParams;
 use super::tlb_flush::{needs_tlb, TlbFlushParams};
 use super::{AccessCtx, EventCtx, MechBuild, Mechanism};
+use crate::counters::TlbCounters;
 use crate::error::{join_path, Error, Result};
 use crate::events::Event;
 use crate::mem::machine::Machine;
 use crate::mem::tlb;
 use crate::plugin::PluginConfig;
-use crate::stats::TlbCounters;
 use crate::types::{AccessKind, Asid, CoreId, TaskId};
 use crate::units::MAX_COST_CYCLES;
 use crate::util::hash::U64Map;
@@ -623,7 +623,7 @@ mod tests {
     use crate::engine::Engine;
     use crate::events::EventRecord;
     use crate::mech::MechanismConfig;
-    use crate::stats::Results;
+    use crate::results::Results;
     use crate::types::Access;
     use serde_json::{json, Value};
 

@@ -756,7 +756,7 @@ impl Cache {
 
     /// [`Cache::miss`] without the first-touch part, for the machine, which
     /// tells compulsory misses from the others off its path
-    /// ([`crate::stats::notes`]) and settles them into these stats.
+    /// ([`crate::mem::notes`]) and settles them into these stats.
     #[inline]
     pub fn count_miss(&mut self, line: LineAddr, req: &Req) {
         self.stats.misses[req.kind as usize] += 1;

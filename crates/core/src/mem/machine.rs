@@ -29,11 +29,11 @@ use super::prefetch::{self, Observed, Prefetch, Prefetcher, Proposals};
 use super::replacement::{HitUpdate, ReqKind};
 use super::tags::Slot;
 use super::tlb::{self, Tlb, TlbParams, WalkModel};
+use crate::counters::{Level, NodeStats, TaskStats};
 use crate::error::{Issues, Result};
-use crate::stats::atd::Atd;
-use crate::stats::attribution::{Attributed, Attribution};
-use crate::stats::notes::{self, Note, Notebook};
-use crate::stats::{Level, NodeStats, TaskStats};
+use crate::mem::atd::Atd;
+use crate::mem::attribution::{Attributed, Attribution};
+use crate::mem::notes::{self, Note, Notebook};
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 use crate::units::ByteSize;
 

@@ -1,8 +1,13 @@
 //! The memory hierarchy: caches, replacement policies, TLBs, page tables and
-//! the machine that wires them together.
+//! the machine that wires them together, with the probes that watch it as
+//! it runs: the attribution shadows, the notebook of misses they and the
+//! first-touch sets learn from, and the sampled tag directory (ATD).
 
+pub mod atd;
+pub mod attribution;
 pub mod cache;
 pub mod machine;
+pub mod notes;
 pub mod page_table;
 pub mod prefetch;
 pub mod replacement;

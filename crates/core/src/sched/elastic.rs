@@ -132,9 +132,9 @@ impl Scheduler for Ets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mem::atd::{Count, Estimate};
     use crate::sched::testing::{spec, State};
     use crate::sched::TaskState;
-    use crate::stats::atd::{Count, Estimate};
 
     #[test]
     fn table_1_maps_estimates_to_slices() {

@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use crate::config::tasks::TaskSpec;
 use crate::error::{join_path, Error, Result};
 use crate::events::Timing;
-use crate::stats::atd::Estimate;
+use crate::mem::atd::Estimate;
 use crate::types::{CoreId, TaskId};
 use crate::units::{Budget, Span};
 

@@ -22,16 +22,16 @@
 //! off the machine's L1 shortcuts), so levels are chosen in
 //! `machine.attribution`. The machine does not call them directly: it
 //! writes down notes that are applied later, possibly on another thread
-//! ([`crate::stats::notes`]).
+//! ([`crate::mem::notes`]).
 
 use serde::{Deserialize, Serialize};
 
+use crate::counters::{Cause, Level};
 use crate::error::Result;
 use crate::mem::cache::{Cache, CacheParams, Req};
 use crate::mem::replacement::ReqKind;
 use crate::mem::tags::Slot;
 use crate::mem::tlb::{Tlb, TlbLevelParams};
-use crate::stats::Level;
 use crate::types::{LineAddr, TaskId};
 use crate::util::alloc;
 
@@ -69,45 +69,6 @@ impl Attributed {
             Attributed::TlbL1 => "tlb.l1",
             Attributed::TlbL2 => "tlb.l2",
         }
-    }
-}
-
-/// Why a miss the shadow would have hit happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
-    /// The task was switched out since it last used the line.
-    Switch,
-    /// The task moved to another core since it last used the line.
-    Migration,
-    /// Another task sharing the cache evicted the line while this one ran.
-    Sharing,
-}
-
-/// Misses the shadows would have hit, by cause and access kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Induced {
-    /// Switch-induced, by kind.
-    pub switch: [u64; 3],
-    /// Migration-induced, by kind.
-    pub migration: [u64; 3],
-    /// Sharing-induced, by kind.
-    pub sharing: [u64; 3],
-}
-
-impl Induced {
-    /// Count a miss of access kind `kind` (index) caused by `cause`.
-    #[inline]
-    pub fn add(&mut self, cause: Cause, kind: usize) {
-        match cause {
-            Cause::Switch => self.switch[kind] += 1,
-            Cause::Migration => self.migration[kind] += 1,
-            Cause::Sharing => self.sharing[kind] += 1,
-        }
-    }
-
-    /// All induced misses.
-    pub fn total(&self) -> u64 {
-        [self.switch, self.migration, self.sharing].iter().flatten().sum()
     }
 }
 

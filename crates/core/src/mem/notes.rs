@@ -16,11 +16,12 @@
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 
+use crate::counters::Induced;
+use crate::counters::Level;
 use crate::error::{Error, Result};
+use crate::mem::attribution::Attribution;
 use crate::mem::cache::Req;
 use crate::mem::replacement::ReqKind;
-use crate::stats::attribution::{Attribution, Induced};
-use crate::stats::Level;
 use crate::types::{LineAddr, TaskId};
 use crate::util::hash::SeenSet;
 

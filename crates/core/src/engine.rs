@@ -288,7 +288,7 @@ impl Engine {
         let seed = config.config.seed;
         let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
         machine.add_tasks(config.tasks.len());
-        machine.set_address_spaces(&config.tasks.iter().map(|t| t.asid).collect::<Vec<_>>());
+        machine.set_address_spaces(&config.tasks.iter().map(|t| t.info.asid).collect::<Vec<_>>());
         let scheduler = match scheduler {
             Some(s) => s,
             None => config.scheduler.build(&config.sched_build())?,
@@ -328,7 +328,7 @@ impl Engine {
         }
         let mut tasks = Vec::with_capacity(n);
         for (i, (spec, workload)) in config.tasks.iter().zip(workloads).enumerate() {
-            let counts = TaskSchedCounts { asid: spec.asid.0, vm: spec.vm, ..Default::default() };
+            let counts = TaskSchedCounts { asid: spec.info.asid.0, vm: spec.info.vm, ..Default::default() };
             tasks.push(TaskRun {
                 id: TaskId(i as u32),
                 workload,
@@ -346,7 +346,7 @@ impl Engine {
                 schedule: None,
             });
         }
-        let views = config.tasks.iter().map(|spec| TaskView::new(spec.clone())).collect();
+        let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();
         let topology = config.topology();
         let cores = topology.cores() as usize;
         let mechanisms: Vec<Box<dyn Mechanism>> = (config.mechanisms.iter().enumerate())

@@ -12,7 +12,6 @@ use super::tasks::TaskSpec;
 use super::SimConfig;
 use crate::counters::TaskStats;
 use crate::error::Issues;
-use crate::results::TaskResult;
 use crate::types::Access;
 
 /// Record a problem if the run would take more host memory than it may:
@@ -44,7 +43,7 @@ pub fn check(config: &SimConfig, tasks: &[TaskSpec], issues: &mut Issues) {
 
 /// The host memory of each part a configuration sizes, with its key.
 pub fn parts(config: &SimConfig, tasks: &[TaskSpec]) -> Vec<(String, u64)> {
-    let mut asids: Vec<u32> = tasks.iter().map(|t| t.asid.0).collect();
+    let mut asids: Vec<u32> = tasks.iter().map(|t| t.info.asid.0).collect();
     asids.sort_unstable();
     asids.dedup();
     let n = tasks.len() as u64;
@@ -52,8 +51,9 @@ pub fn parts(config: &SimConfig, tasks: &[TaskSpec]) -> Vec<(String, u64)> {
     // Each task's batch of accesses, and the four a producer thread fills.
     let batch = config.run.batch as u64 * std::mem::size_of::<Access>() as u64 * 5;
     parts.push(("run.batch".into(), batch.saturating_mul(n)));
-    // Each task's counters, in the machine and in its results.
-    let per_task = (std::mem::size_of::<TaskStats>() + std::mem::size_of::<TaskResult>()) as u64;
+    // Each task's counters, in the machine and in its row of the results
+    // (the counters again, and a few hundred bytes of name and totals).
+    let per_task = 2 * std::mem::size_of::<TaskStats>() as u64 + 512;
     parts.push(("tasks".into(), per_task.saturating_mul(n)));
     // Each task's workload, under the key of its entry's workload.
     for task in tasks {

@@ -178,11 +178,11 @@ impl ValidConfig {
     }
 
     /// What the scheduler is built from.
-    pub fn sched_build(&self) -> SchedBuild<'_> {
+    pub fn sched_build(&self) -> SchedBuild {
         SchedBuild {
             topology: self.topology(),
             frequency_ghz: self.config.machine.frequency_ghz,
-            tasks: &self.tasks,
+            tasks: self.tasks.iter().map(|t| t.info.clone()).collect(),
             loc: "scheduler.params".into(),
         }
     }

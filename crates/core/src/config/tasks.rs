@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{join_path, Issues};
 use crate::plugin::PluginConfig;
+use crate::sched::{TaskInfo, MAX_TASKS};
 use crate::trace::{kernels, ThreadIndex, WorkloadConfig};
 use crate::types::{Asid, CoreId};
 
@@ -47,23 +48,14 @@ fn one() -> u32 {
     1
 }
 
-/// One task after expansion.
+/// One task after expansion: what its scheduler knows of it, and its
+/// workload.
 #[derive(Debug, Clone)]
 pub struct TaskSpec {
-    /// Name in the results.
-    pub name: String,
+    /// Name, address space, VM, affinity, limit and key path.
+    pub info: TaskInfo,
     /// Its workload, typed.
     pub workload: WorkloadConfig,
-    /// Address space.
-    pub asid: Asid,
-    /// Virtual machine, if any.
-    pub vm: Option<u32>,
-    /// Allowed cores, sorted; `None` allows every core.
-    pub affinity: Option<Vec<CoreId>>,
-    /// Reference limit.
-    pub max_accesses: Option<u64>,
-    /// Config path of its entry, e.g. `tasks[2]`, for errors.
-    pub loc: String,
     /// Config path of its workload, e.g. `tasks[2].workload`, or `workload`.
     pub workload_loc: String,
     /// Its copy index among the `count` copies of its entry: the thread of
@@ -71,31 +63,22 @@ pub struct TaskSpec {
     pub thread: ThreadIndex,
 }
 
-impl TaskSpec {
-    /// Whether the task may run on `core`.
-    pub fn allows(&self, core: CoreId) -> bool {
-        self.affinity.as_ref().is_none_or(|a| a.binary_search(&core).is_ok())
-    }
-}
-
 /// The single task of a config with a `[workload]` table instead of tasks.
 pub fn single(workload: WorkloadConfig) -> TaskSpec {
     TaskSpec {
-        name: "task0".into(),
+        info: TaskInfo {
+            name: "task0".into(),
+            asid: Asid(0),
+            vm: None,
+            affinity: None,
+            max_accesses: None,
+            loc: "workload".into(),
+        },
         workload,
-        asid: Asid(0),
-        vm: None,
-        affinity: None,
-        max_accesses: None,
-        loc: "workload".into(),
         workload_loc: "workload".into(),
         thread: ThreadIndex::SINGLE,
     }
 }
-
-/// The most tasks a run may have: 2^16, sixteen per core of the largest
-/// machine (4096 cores).
-pub const MAX_TASKS: usize = 1 << 16;
 
 /// Expand `[[tasks]]` entries found at `loc` for a machine of `cores` cores,
 /// recording every problem; each entry's workload gets its defaults filled in.
@@ -164,13 +147,15 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
                 }
             };
             out.push(TaskSpec {
-                name,
+                info: TaskInfo {
+                    name,
+                    asid: Asid(asid),
+                    vm: entry.vm,
+                    affinity: affinity.clone(),
+                    max_accesses: entry.max_accesses,
+                    loc: at.clone(),
+                },
                 workload: workload.clone(),
-                asid: Asid(asid),
-                vm: entry.vm,
-                affinity: affinity.clone(),
-                max_accesses: entry.max_accesses,
-                loc: at.clone(),
                 workload_loc: field("workload"),
                 thread: ThreadIndex { index: copy, count: entry.count },
             });

@@ -13,8 +13,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::{default_quantum, SchedBuild, SchedCtx, Scheduler, Slice};
-use crate::config::tasks::MAX_TASKS;
+use super::{default_quantum, SchedBuild, SchedCtx, Scheduler, Slice, MAX_TASKS};
 use crate::error::{join_path, Error, Result};
 use crate::types::{CoreId, TaskId};
 use crate::units::{Budget, Span};
@@ -52,7 +51,7 @@ impl Default for HypervisorParams {
 impl HypervisorParams {
     /// Build the policy: every task needs a vm, none an affinity.
     pub fn build(&self, ctx: &SchedBuild) -> Result<Box<dyn Scheduler>> {
-        for t in ctx.tasks {
+        for t in &ctx.tasks {
             if t.vm.is_none() {
                 let message = "the hypervisor scheduler needs the vm of every task";
                 return Err(Error::config(join_path(&t.loc, "vm"), "missing_field", message));
@@ -213,8 +212,8 @@ mod tests {
     use super::*;
     use crate::sched::testing::{spec, State};
 
-    fn vm_tasks(vms: &[u32]) -> Vec<crate::config::tasks::TaskSpec> {
-        vms.iter().enumerate().map(|(i, &vm)| crate::config::tasks::TaskSpec { vm: Some(vm), ..spec(i) }).collect()
+    fn vm_tasks(vms: &[u32]) -> Vec<crate::sched::TaskInfo> {
+        vms.iter().enumerate().map(|(i, &vm)| crate::sched::TaskInfo { vm: Some(vm), ..spec(i) }).collect()
     }
 
     #[test]

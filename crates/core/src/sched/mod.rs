@@ -21,12 +21,40 @@ pub mod round_robin;
 
 use std::collections::VecDeque;
 
-use crate::config::tasks::TaskSpec;
 use crate::error::{join_path, Error, Result};
 use crate::events::Timing;
 use crate::mem::atd::Estimate;
-use crate::types::{CoreId, TaskId};
+use crate::types::{Asid, CoreId, TaskId};
 use crate::units::{Budget, Span};
+
+/// The most tasks a run may have: 2^16, sixteen per core of the largest
+/// machine (4096 cores).
+pub const MAX_TASKS: usize = 1 << 16;
+
+/// What a policy knows of a task: what decides where and when it may run
+/// (its workload is the engine's business).
+#[derive(Debug, Clone)]
+pub struct TaskInfo {
+    /// Name in the results.
+    pub name: String,
+    /// Address space.
+    pub asid: Asid,
+    /// Virtual machine, if any.
+    pub vm: Option<u32>,
+    /// Allowed cores, sorted; `None` allows every core.
+    pub affinity: Option<Vec<CoreId>>,
+    /// Reference limit.
+    pub max_accesses: Option<u64>,
+    /// Config path of its entry, e.g. `tasks[2]`, for errors.
+    pub loc: String,
+}
+
+impl TaskInfo {
+    /// Whether the task may run on `core`.
+    pub fn allows(&self, core: CoreId) -> bool {
+        self.affinity.as_ref().is_none_or(|a| a.binary_search(&core).is_ok())
+    }
+}
 
 /// Sockets and cores, numbered socket-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +97,7 @@ pub enum TaskState {
 #[derive(Debug, Clone)]
 pub struct TaskView {
     /// The task's static description (name, asid, vm, affinity).
-    pub spec: TaskSpec,
+    pub spec: TaskInfo,
     /// Where it is.
     pub state: TaskState,
     /// Core it ran on last, if it has run.
@@ -92,7 +120,7 @@ pub struct TaskView {
 
 impl TaskView {
     /// A task that has not been placed yet.
-    pub fn new(spec: TaskSpec) -> TaskView {
+    pub fn new(spec: TaskInfo) -> TaskView {
         TaskView {
             spec,
             state: TaskState::Finished,
@@ -255,18 +283,18 @@ pub trait Scheduler: Send {
 }
 
 /// What a scheduler is built from.
-pub struct SchedBuild<'a> {
+pub struct SchedBuild {
     /// The machine's shape.
     pub topology: Topology,
     /// Clock frequency, to convert times to cycles.
     pub frequency_ghz: f64,
     /// The tasks it will schedule.
-    pub tasks: &'a [TaskSpec],
+    pub tasks: Vec<TaskInfo>,
     /// Config path of the scheduler's params, e.g. `scheduler.params`.
     pub loc: String,
 }
 
-impl SchedBuild<'_> {
+impl SchedBuild {
     /// A span that must be above zero, as a slice.
     pub fn slice(&self, span: Span, key: &str) -> Result<Slice> {
         self.positive(span, key).map(Slice::of)
@@ -321,35 +349,29 @@ pub(crate) mod testing {
     //! A hand-made scheduling state for the policies' unit tests.
 
     use super::*;
-    use crate::plugin::PluginConfig;
-    use crate::trace::WorkloadConfig;
-    use crate::types::Asid;
 
     /// `n` tasks waiting on the cores given, on `topology`.
     pub struct State {
         pub topology: Topology,
-        pub specs: Vec<TaskSpec>,
+        pub specs: Vec<TaskInfo>,
         pub tasks: Vec<TaskView>,
         pub queues: Vec<VecDeque<TaskId>>,
         pub running: Vec<Option<TaskId>>,
     }
 
-    pub fn spec(i: usize) -> TaskSpec {
-        TaskSpec {
+    pub fn spec(i: usize) -> TaskInfo {
+        TaskInfo {
             name: format!("task{i}"),
-            workload: WorkloadConfig::parse(&PluginConfig::named("stream"), "w").unwrap(),
             asid: Asid(i as u32),
             vm: None,
             affinity: None,
             max_accesses: None,
             loc: format!("tasks[{i}]"),
-            workload_loc: format!("tasks[{i}].workload"),
-            thread: Default::default(),
         }
     }
 
     impl State {
-        pub fn new(sockets: u32, cores_per_socket: u32, specs: Vec<TaskSpec>) -> State {
+        pub fn new(sockets: u32, cores_per_socket: u32, specs: Vec<TaskInfo>) -> State {
             let topology = Topology { sockets, cores_per_socket };
             let cores = topology.cores() as usize;
             let tasks = specs.iter().map(|spec| TaskView::new(spec.clone())).collect();
@@ -370,11 +392,11 @@ pub(crate) mod testing {
             SchedCtx { now, topology: self.topology, tasks: &self.tasks, queues: &self.queues, running: &self.running }
         }
 
-        pub fn build(&self) -> SchedBuild<'_> {
+        pub fn build(&self) -> SchedBuild {
             SchedBuild {
                 topology: self.topology,
                 frequency_ghz: 1.0,
-                tasks: &self.specs,
+                tasks: self.specs.clone(),
                 loc: "scheduler.params".into(),
             }
         }

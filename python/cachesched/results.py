@@ -407,6 +407,11 @@ class Results:
         return f"<Results accesses={s['accesses']} cpi={s['cpi']:.4f}>"
 
 
+def _cell(value: Any) -> Any:
+    """An axis value as a table cell: scalars stay, tables and lists become JSON text."""
+    return value if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(value, sort_keys=True)
+
+
 def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFrame:
     """A sweep's results from a results store (``cachesched sweep --store DIR``;
     default ``$CACHESCHED_STORE``, else ``./cachesched-results``)
@@ -416,7 +421,6 @@ def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFr
     then the summary metrics. All sweeps of the store if ``sweep`` is None.
     ``df.attrs["axes"]`` lists the axis columns."""
     from .store import Store
-    from .sweep import to_jsonable
 
     db = Store(store, create=False)
     try:
@@ -428,7 +432,7 @@ def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFr
         row = {"sweep": p["sweep"], "position": p["position"], "variant": p["variant"]}
         values = json.loads(p["axes"])
         axes.update(dict.fromkeys(values))
-        row.update({k: to_jsonable(v) for k, v in values.items()})
+        row.update({k: _cell(v) for k, v in values.items()})
         row.update(status=p["status"], key=p["key"], error=p["error"],
                    detail=str((db.dir / p["detail"]).resolve()) if p["detail"] else None)
         row.update(json.loads(p["metrics"]) if p["metrics"] else {})

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import json
 import re
 import sys
 import time
@@ -407,7 +406,3 @@ def describe(sweep: Sweep) -> str:
     variants = f", {len(sweep.variants)} variants" if sweep.variants else ""
     return f"sweep {sweep.name}: {len(sweep.points())} runs, {sweep.mode} of {axes}{variants}"
 
-
-def to_jsonable(value: Any) -> Any:
-    """Axis values as table cells: scalars stay, tables and lists become JSON text."""
-    return value if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(value, sort_keys=True)

@@ -16,9 +16,9 @@
 //! - at the task's switch-out (oracle: at each mark) it reads the task's
 //!   counts, scales them by the sampling ratio, checks the two halves'
 //!   divergence and *publishes* the estimate in the tag directory, where
-//!   the engine copies it into the task's
-//!   [`TaskView::switch_estimate`](crate::sched::TaskView) for schedulers
-//!   (the `ets` policy) and into the `slices` table;
+//!   the engine copies it into the task's view for schedulers
+//!   (`TaskView::switch_estimate`, read by the `ets` policy) and into the
+//!   `slices` table;
 //! - with `partition = true` it splits each LLC's ways equally among its
 //!   socket's cores and keeps each task in the partition of the core it
 //!   runs on (the spec's shared-LLC experiments).

@@ -1,0 +1,139 @@
+//! The sockets apart: a socket's part of the machine, and the shares of what
+//! the sockets share, for a socket simulated on a thread of its own.
+
+use super::{Machine, Part, Share};
+use crate::counters::NodeStats;
+use crate::types::{Asid, CoreId};
+use std::ops::Range;
+
+impl Machine {
+    /// The socket of `core`, and the core's index within it.
+    pub(super) fn locate(&self, core: CoreId) -> (usize, usize) {
+        let c = core.0 as usize;
+        (c / self.cores_per_socket, c % self.cores_per_socket)
+    }
+
+    /// The machine's caches, TLBs and cores that belong to `socket`.
+    pub(super) fn ranges(&self, socket: usize) -> (Range<usize>, Range<usize>, Range<usize>) {
+        let start = self.sockets[socket];
+        let end = self.sockets.get(socket + 1).map_or((self.caches.len(), self.tlbs.len()), |b| (b.cache, b.tlb));
+        let cores = socket * self.cores_per_socket..(socket + 1) * self.cores_per_socket;
+        (start.cache..end.0, start.tlb..end.1, cores)
+    }
+
+    /// Socket `socket`'s part of the machine.
+    pub(super) fn part(&mut self, socket: usize) -> Part<'_> {
+        let (caches, tlbs, cores) = self.ranges(socket);
+        Part {
+            cache_base: caches.start,
+            first_core: cores.start,
+            caches: &mut self.caches[caches.clone()],
+            cache_level: &self.cache_level[caches.clone()],
+            uppers: &self.uppers[caches.clone()],
+            prefetchers: &mut self.prefetchers[caches],
+            tlbs: &mut self.tlbs[tlbs],
+            cores: &self.cores[cores.clone()],
+            memos: &mut self.memos[cores.clone()],
+            migration_queues: &mut self.migration_queues[cores],
+            tasks: &mut self.tasks,
+            nodes: &mut self.nodes,
+            page_table: &mut self.page_table,
+            notebook: &mut self.notebook,
+            atd: self.atd.as_deref_mut(),
+            scratch: &mut self.scratch,
+            k: &self.k,
+        }
+    }
+
+    /// The address space (an index into the page tables) of `asid`.
+    pub fn space_of(&self, asid: Asid) -> usize {
+        self.page_table.space_of(asid)
+    }
+
+    /// Whether every reference can run in its socket's part alone, so that
+    /// sockets may run on separate threads: no switch-miss tag directory
+    /// (it spans the LLCs) and no attributed level (a write-back carries
+    /// its owner's shadow across sockets, and shadows depend on order).
+    pub fn sockets_apart(&self) -> bool {
+        self.atd.is_none() && self.notebook.coverage() == Default::default()
+    }
+
+    /// Shares for running the sockets on separate threads, socket `s` using
+    /// address spaces `spaces[s]` only (no space in two sockets' lists).
+    /// Until [`Machine::take_back`], those spaces are out of the machine.
+    pub fn share_out(&mut self, spaces: &[Vec<usize>]) -> Vec<Share> {
+        debug_assert!(self.sockets_apart());
+        spaces
+            .iter()
+            .map(|spaces| Share {
+                tasks: self.tasks.clone(),
+                nodes: self.nodes.iter().map(|n| NodeStats { node: n.node, ..NodeStats::default() }).collect(),
+                page_table: self.page_table.lend(spaces),
+                notebook: self.notebook.pad(),
+                scratch: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Every socket's part, over its share, to run on a thread of its own.
+    pub fn parts<'m>(&'m mut self, shares: &'m mut [Share]) -> Vec<Part<'m>> {
+        let ranges: Vec<_> = (0..self.sockets.len()).map(|s| self.ranges(s)).collect();
+        let mut caches = carve(&mut self.caches, ranges.iter().map(|r| r.0.len()));
+        let mut prefetchers = carve(&mut self.prefetchers, ranges.iter().map(|r| r.0.len()));
+        let mut tlbs = carve(&mut self.tlbs, ranges.iter().map(|r| r.1.len()));
+        let mut memos = carve(&mut self.memos, ranges.iter().map(|r| r.2.len()));
+        let mut queues = carve(&mut self.migration_queues, ranges.iter().map(|r| r.2.len()));
+        let (cache_level, uppers, cores, k) = (&self.cache_level, &self.uppers, &self.cores, &self.k);
+        shares
+            .iter_mut()
+            .zip(ranges)
+            .map(|(share, (c, _, cores_of))| Part {
+                cache_base: c.start,
+                first_core: cores_of.start,
+                caches: caches.next().expect("a slice per socket"),
+                cache_level: &cache_level[c.clone()],
+                uppers: &uppers[c],
+                prefetchers: prefetchers.next().expect("a slice per socket"),
+                tlbs: tlbs.next().expect("a slice per socket"),
+                cores: &cores[cores_of],
+                memos: memos.next().expect("a slice per socket"),
+                migration_queues: queues.next().expect("a slice per socket"),
+                tasks: &mut share.tasks,
+                nodes: &mut share.nodes,
+                page_table: &mut share.page_table,
+                notebook: &mut share.notebook,
+                atd: None,
+                scratch: &mut share.scratch,
+                k,
+            })
+            .collect()
+    }
+
+    /// Put back what [`Machine::share_out`] handed out, socket `s` having run
+    /// tasks `tasks[s]`: their counters, the node counters added up, the
+    /// address spaces, and the notes (in socket order).
+    pub fn take_back(&mut self, shares: Vec<Share>, tasks: &[Vec<usize>]) {
+        for (share, tasks) in shares.into_iter().zip(tasks) {
+            for &t in tasks {
+                self.tasks[t] = share.tasks[t].clone();
+            }
+            for (home, n) in self.nodes.iter_mut().zip(&share.nodes) {
+                home.reads += n.reads;
+                home.writes += n.writes;
+            }
+            self.page_table.take_back(share.page_table);
+            self.notebook.absorb(share.notebook);
+        }
+    }
+}
+
+/// `slice` cut into consecutive pieces of the given lengths.
+fn carve<T>(mut slice: &mut [T], lengths: impl Iterator<Item = usize>) -> std::vec::IntoIter<&mut [T]> {
+    let mut pieces = Vec::new();
+    for n in lengths {
+        let (piece, rest) = std::mem::take(&mut slice).split_at_mut(n);
+        pieces.push(piece);
+        slice = rest;
+    }
+    pieces.into_iter()
+}

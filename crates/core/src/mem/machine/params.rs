@@ -1,6 +1,8 @@
 //! The machine's parameters (`machine` in a configuration): their schema,
 //! defaults, validation and the host memory they take.
 
+use serde::{Deserialize, Serialize};
+
 use super::Machine;
 use crate::counters::{Level, NodeStats};
 use crate::error::Issues;
@@ -10,7 +12,6 @@ use crate::mem::page_table::{FrameAllocation, Placement};
 use crate::mem::tlb::TlbParams;
 use crate::mem::{notes, tlb};
 use crate::units::ByteSize;
-use serde::{Deserialize, Serialize};
 
 /// The most NUMA nodes a machine may have: Linux's `MAX_NUMNODES` with its
 /// largest `NODES_SHIFT` (10).

@@ -1,10 +1,11 @@
 //! The sockets apart: a socket's part of the machine, and the shares of what
 //! the sockets share, for a socket simulated on a thread of its own.
 
+use std::ops::Range;
+
 use super::{Machine, Part, Share};
 use crate::counters::NodeStats;
 use crate::types::{Asid, CoreId};
-use std::ops::Range;
 
 impl Machine {
     /// The socket of `core`, and the core's index within it.

@@ -1,0 +1,146 @@
+//! Building an engine from a validated configuration: the machine, the
+//! workloads (on producer threads when the host has CPUs for them), the
+//! scheduler and the mechanisms. Every building error surfaces here.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+use super::{CoreRun, Engine, TaskRun, POOLED_TASKS};
+use crate::config::{footprint, ValidConfig};
+use crate::error::Result;
+use crate::mech::Mechanism;
+use crate::mem::machine::Machine;
+use crate::results::TaskSchedCounts;
+use crate::sched::{Scheduler, TaskView};
+use crate::trace::prefetch::Prefetched;
+use crate::trace::WorkloadCtx;
+use crate::types::{Access, TaskId};
+use crate::util::alloc;
+
+impl Engine {
+    /// Build the machine, the workloads and the scheduler; `base_dir`
+    /// resolves relative trace paths.
+    pub fn new(config: ValidConfig, base_dir: Option<PathBuf>) -> Result<Engine> {
+        Engine::with_scheduler(config, base_dir, None)
+    }
+
+    /// As [`Engine::new`], with a scheduler built elsewhere (a Python
+    /// policy) instead of the configured one.
+    pub fn with_scheduler(
+        config: ValidConfig,
+        base_dir: Option<PathBuf>,
+        scheduler: Option<Box<dyn Scheduler>>,
+    ) -> Result<Engine> {
+        let seed = config.config.seed;
+        let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
+        machine.add_tasks(config.tasks.len());
+        machine.set_address_spaces(&config.tasks.iter().map(|t| t.info.asid).collect::<Vec<_>>());
+        let scheduler = match scheduler {
+            Some(s) => s,
+            None => config.scheduler.build(&config.sched_build())?,
+        };
+        let run = &config.config.run;
+        let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if run.classify_thread && host_cpus > 1 {
+            machine.classify_on_thread()?;
+        }
+        // A producer thread per task while each can have a host CPU beside
+        // the simulation's; beyond that, the spare CPUs' threads shared by
+        // all tasks, up to POOLED_TASKS (their buffers add up).
+        let n = config.tasks.len();
+        let own_threads = run.prefetch && n < host_cpus;
+        let pooled = run.prefetch && !own_threads && host_cpus > 1 && n <= POOLED_TASKS;
+        let mut workloads = Vec::with_capacity(n);
+        for (i, spec) in config.tasks.iter().enumerate() {
+            let ctx = WorkloadCtx {
+                seed,
+                component: format!("task{i}"),
+                loc: spec.workload_loc.clone(),
+                base_dir: base_dir.clone(),
+                thread: spec.thread,
+            };
+            let mut workload = spec.workload.build(&ctx)?;
+            if own_threads {
+                workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
+            }
+            workloads.push(workload);
+        }
+        if pooled {
+            let batch = 2 * run.batch as usize;
+            workloads = Prefetched::pooled(workloads, host_cpus - 1, batch)?
+                .into_iter()
+                .map(|p| Box::new(p) as Box<dyn crate::trace::Workload>)
+                .collect();
+        }
+        let mut tasks = Vec::with_capacity(n);
+        for (i, (spec, workload)) in config.tasks.iter().zip(workloads).enumerate() {
+            let counts = TaskSchedCounts { asid: spec.info.asid.0, vm: spec.info.vm, ..Default::default() };
+            tasks.push(TaskRun {
+                id: TaskId(i as u32),
+                workload,
+                buf: alloc::filled(run.batch as usize, Access::default(), "access buffers", "run.batch")?,
+                pos: 0,
+                most_instrs: None,
+                len: 0,
+                accesses: 0,
+                ended: false,
+                moved_live: false,
+                left: None,
+                counts,
+                interval: None,
+                window: None,
+                schedule: None,
+            });
+        }
+        let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();
+        let topology = config.topology();
+        let cores = topology.cores() as usize;
+        let mechanisms: Vec<Box<dyn Mechanism>> = (config.mechanisms.iter().enumerate())
+            .map(|(i, m)| m.build(&config.mech_build(i)))
+            .collect::<Result<_>>()?;
+        let per_access = mechanisms.iter().any(|m| m.wants_accesses());
+        // Sockets apart: nothing that crosses sockets at every reference (a
+        // mechanism, a shadow, the tag directory) or counts references
+        // across them (warm-up ends only in serial steps; `max_accesses`,
+        // the interval and window rows are not split yet), and decisions
+        // that do not look at other cores' progress (see `horizon`).
+        let apart = run.parallel_sockets
+            && !scheduler.reads_others_progress()
+            && host_cpus > 1
+            && topology.sockets > 1
+            && machine.sockets_apart()
+            && mechanisms.is_empty()
+            && run.max_accesses.is_none()
+            && config.config.stats.interval.is_none()
+            && config.config.stats.window.is_none();
+        Ok(Engine {
+            memory_limit: footprint::limit(&config.config),
+            base_cpi: config.config.machine.base_cpi,
+            max_stall: machine.max_stall(),
+            apart,
+            accesses_apart: 0,
+            next_tick: scheduler.period(),
+            unfinished: config.tasks.len(),
+            measuring: config.config.run.warmup_accesses == 0,
+            config,
+            machine,
+            scheduler,
+            mechanisms,
+            per_access,
+            topology,
+            tasks,
+            views,
+            queues: vec![VecDeque::new(); cores],
+            running: vec![None; cores],
+            cores: (0..cores).map(|_| CoreRun::default()).collect(),
+            generation: 0,
+            done: 0,
+            warm_time: 0,
+            events: Vec::new(),
+            intervals: Vec::new(),
+            windows: Vec::new(),
+            slices: Vec::new(),
+            slice_marks: Vec::new(),
+        })
+    }
+}

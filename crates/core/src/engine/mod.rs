@@ -120,7 +120,7 @@ pub struct Engine {
     per_access: bool,
     topology: Topology,
     base_cpi: f64,
-    /// More than any one reference can stall (for cycle deadlines, see [`cut`]).
+    /// More than any one reference can stall (for cycle deadlines, see `chunks::cut`).
     max_stall: u64,
     /// Whether the sockets may run on separate threads between decisions.
     apart: bool,

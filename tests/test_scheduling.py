@@ -261,3 +261,54 @@ def test_a_scheduler_object_needs_the_python_kind():
 def test_the_scheduling_example_runs(run_cli):
     proc = run_cli("run", str(ROOT / "examples" / "scheduling.toml"), "--set", "run.max_accesses=300000", check=True)
     assert "migrations" in proc.stdout
+
+
+class Misspelled:
+    def pik(self, core, state):  # meant pick: it would never be called
+        return None
+
+
+class Helper:
+    def pick(self, core, state):
+        return None
+
+    def score(self, task):  # a public method the engine does not call
+        return 0
+
+
+class PeriodTypo:
+    periode = "1ms"
+
+    def balance(self, state):
+        return []
+
+
+class WithState:
+    """Public state and private helpers are the policy's own business."""
+
+    picks = 0
+    period = "1ms"
+
+    def _score(self, task):
+        return task
+
+    def pick(self, core, state):
+        waiting = [t["task"] for t in state["tasks"] if t["state"] == "waiting"]
+        return max(waiting, key=self._score) if waiting else None
+
+
+@pytest.mark.parametrize("policy, words", [
+    (Misspelled(), "Misspelled.pik is not a method the engine uses (did you mean pick?)"),
+    (Helper(), "Helper.score is not a method the engine uses; hooks are place, pick, quantum, balance"),
+    (PeriodTypo(), "PeriodTypo.periode is not an attribute the engine uses (did you mean period?)"),
+])
+def test_a_python_scheduler_with_an_unknown_hook_is_refused(policy, words):
+    with pytest.raises(cachesched.ConfigError) as info:
+        cachesched.simulate({"machine": flat(), "tasks": tasks(1000, 1000)}, scheduler=policy)
+    assert words in str(info.value), str(info.value)
+    assert info.value.errors()[0]["loc"] == "scheduler" and info.value.errors()[0]["code"] == "unknown_hook"
+
+
+def test_public_state_and_private_helpers_are_allowed():
+    r = cachesched.simulate({"machine": flat(), "tasks": tasks(1000, 1000)}, scheduler=WithState())
+    assert r.summary["accesses"] == 2000

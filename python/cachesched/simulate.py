@@ -7,14 +7,46 @@ from typing import Any, Mapping
 
 from . import _core
 from .config import ConfigLike, load, to_json
+from .errors import ConfigError
 from .progress import Progress
 from .progress import bar as progress_bar
 from .results import Results
 
 
+#: What the engine calls on a Python policy, and the attributes it reads.
+HOOKS = ("place", "pick", "quantum", "balance")
+ATTRIBUTES = ("period", "default_quantum")
+
+
+def _check_policy(obj: object) -> None:
+    """Refuse a policy whose public names are not all hooks or attributes
+    the engine knows: a misspelled hook (``pik``) would otherwise be
+    silently never called. Helpers and state start with ``_``."""
+    import difflib
+
+    cls = type(obj).__name__
+    for name in dir(obj):
+        if name.startswith("_"):
+            continue
+        value = getattr(obj, name)
+        if callable(value) and name in HOOKS or not callable(value) and name in ATTRIBUTES:
+            continue
+        known = HOOKS if callable(value) else ATTRIBUTES
+        if not callable(value) and not difflib.get_close_matches(name, known, 1, 0.75):
+            continue  # state of the policy's own, not a near miss of an attribute the engine reads
+        close = difflib.get_close_matches(name, known, 1)
+        what = "a method" if callable(value) else "an attribute"
+        raise ConfigError.single(
+            "scheduler", "unknown_hook",
+            f"{cls}.{name} is not {what} the engine uses"
+            + (f" (did you mean {close[0]}?)" if close else "")
+            + f"; hooks are {', '.join(HOOKS)}, attributes {', '.join(ATTRIBUTES)}; name helpers with a leading _")
+
+
 def _policy_table(obj: object) -> dict:
     """The ``kind = "python"`` table recording a scheduler object: its class,
     and its ``period`` and ``default_quantum`` attributes if it has them."""
+    _check_policy(obj)
     params: dict[str, Any] = {"class": type(obj).__name__}
     for attr, key in (("period", "period"), ("default_quantum", "quantum")):
         if getattr(obj, attr, None) is not None:

@@ -639,7 +639,7 @@ fn mechanisms_see_every_event_and_optionally_every_access() {
     for per_access in [false, true] {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Recorder { per_access, ..Default::default() }));
         let mut engine = Engine::new(valid(config.clone()), None).unwrap();
-        engine.add_mechanism(Box::new(Shared(seen.clone())));
+        engine.add_mechanism(Box::new(Shared(seen.clone()))).unwrap();
         let r = engine.run(&mut |_| Ok(())).unwrap();
         let seen = seen.lock().unwrap();
         let logged: Vec<(u64, &str)> = r.events.iter().map(|e| (e.time, e.event.name())).collect();

@@ -90,14 +90,18 @@ impl Engine {
                 interval: None,
                 window: None,
                 schedule: None,
+                published: None,
             });
         }
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();
         let topology = config.topology();
         let cores = topology.cores() as usize;
-        let mechanisms: Vec<Box<dyn Mechanism>> = (config.mechanisms.iter().enumerate())
+        let mut mechanisms: Vec<Box<dyn Mechanism>> = (config.mechanisms.iter().enumerate())
             .map(|(i, m)| m.build(&config.mech_build(i)))
             .collect::<Result<_>>()?;
+        for m in &mut mechanisms {
+            m.attach(&mut machine)?;
+        }
         let per_access = mechanisms.iter().any(|m| m.wants_accesses());
         // Sockets apart: nothing that crosses sockets at every reference (a
         // mechanism, a shadow, the tag directory) or counts references

@@ -7,6 +7,7 @@ use crate::counters::Level;
 use crate::error::Result;
 use crate::events::Event;
 use crate::mech::AccessCtx;
+use crate::mem::atd::Estimate;
 use crate::results::{SliceRow, TaskSchedCounts};
 use crate::sched::TaskView;
 use crate::trace::Workload;
@@ -35,6 +36,9 @@ pub(super) struct TaskRun {
     /// Its current schedule (since its last switch-in), for the `slices`
     /// table, with the mark of its switch-induced LLC misses at the start.
     pub(super) schedule: Option<(SliceRow, Option<usize>)>,
+    /// The switch-miss estimate a mechanism published last for the task
+    /// (the schedulers see it from its next switch-out on).
+    pub(super) published: Option<Estimate>,
 }
 
 /// What running a chunk needs of the run's settings.

@@ -153,10 +153,12 @@ pub struct Engine {
 
 impl Engine {
     /// Add a mechanism; it sees every event of the run.
-    pub fn add_mechanism(&mut self, mechanism: Box<dyn Mechanism>) {
+    pub fn add_mechanism(&mut self, mut mechanism: Box<dyn Mechanism>) -> Result<()> {
+        mechanism.attach(&mut self.machine)?;
         self.per_access |= mechanism.wants_accesses();
         self.apart = false;
         self.mechanisms.push(mechanism);
+        Ok(())
     }
 
     /// The machine, for inspection.
@@ -320,9 +322,13 @@ impl Engine {
             self.events.push(record);
         }
         let asid = task.map(|t| self.views[t.0 as usize].spec.asid);
-        let mut extra = 0;
+        let (mut extra, mut published) = (0, None);
         for m in &mut self.mechanisms {
-            extra += m.on_event(EventCtx { machine: &mut self.machine, record: &record, asid })?;
+            extra +=
+                m.on_event(EventCtx { machine: &mut self.machine, record: &record, asid, published: &mut published })?;
+        }
+        if let (Some(t), Some(estimate)) = (task, published) {
+            self.tasks[t.0 as usize].published = Some(estimate);
         }
         if let Some(c) = core {
             self.charge(c, task, extra);
@@ -393,11 +399,12 @@ impl Engine {
         Ok(())
     }
 
-    /// `task` was switched out at `now`: take the switch-miss estimate a
-    /// mechanism published, and record the schedule in the `slices` table.
+    /// `task` was switched out at `now`: show the schedulers the switch-miss
+    /// estimate a mechanism published last, and record the schedule in the
+    /// `slices` table.
     fn close_schedule(&mut self, task: TaskId, now: u64) {
         let ti = task.0 as usize;
-        let estimate = self.machine.atd().and_then(|a| a.published(task));
+        let estimate = self.tasks[ti].published;
         self.views[ti].switch_estimate = estimate;
         let Some((mut row, opened)) = self.tasks[ti].schedule.take() else { return };
         let llc = &self.machine.tasks[ti].levels[Level::Llc as usize];

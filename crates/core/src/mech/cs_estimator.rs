@@ -2,7 +2,8 @@
 //! context-switch misses (a sampled auxiliary tag directory, §2).
 //!
 //! The counting happens in the machine's LLC paths, in the
-//! [`Atd`](crate::mem::atd::Atd) this mechanism installs there: an extra
+//! [`Atd`](crate::mem::atd::Atd) this mechanism installs there when it is
+//! attached ([`Mechanism::attach`]): an extra
 //! branch per fill and demand hit below the L1 when installed, nothing at
 //! all in runs without it (no per-access hook, so the engine keeps running
 //! accesses in batches). This mechanism owns the protocol around it:
@@ -15,10 +16,10 @@
 //!   is an estimate; meant for runs without real switches between);
 //! - at the task's switch-out (oracle: at each mark) it reads the task's
 //!   counts, scales them by the sampling ratio, checks the two halves'
-//!   divergence and *publishes* the estimate in the tag directory, where
-//!   the engine copies it into the task's view for schedulers
-//!   (`TaskView::switch_estimate`, read by the `ets` policy) and into the
-//!   `slices` table;
+//!   divergence and *publishes* the estimate through the event's context
+//!   ([`EventCtx::published`]), from where the engine copies it into the
+//!   task's view for schedulers (`TaskView::switch_estimate`, read by the
+//!   `ets` policy) and into the `slices` table;
 //! - with `partition = true` it splits each LLC's ways equally among its
 //!   socket's cores and keeps each task in the partition of the core it
 //!   runs on (the spec's shared-LLC experiments).
@@ -29,6 +30,7 @@ use super::{counters, EventCtx, Mark, MechBuild, Mechanism};
 
 use crate::error::{Error, Result};
 use crate::events::Event;
+use crate::mem::machine::Machine;
 use crate::units::{Budget, Span};
 
 /// When the emulated switch happens within a slice (spec §2.6).
@@ -128,7 +130,6 @@ impl CsEstimatorParams {
             shift: ratio.trailing_zeros(),
             window: cycles(self.window, "window")?,
             period: cycles(self.period, "period")?,
-            installed: false,
             armed: Vec::new(),
             counters: CsEstimatorCounters::default(),
         }))
@@ -140,7 +141,6 @@ struct CsEstimator {
     shift: u32,
     window: u64,
     period: u64,
-    installed: bool,
     /// Per task: an emulated switch happened in its current schedule.
     armed: Vec<bool>,
     counters: CsEstimatorCounters,
@@ -159,7 +159,7 @@ impl CsEstimator {
         let Some(atd) = ctx.machine.atd_mut() else { return };
         let mut estimate = atd.estimate(task, self.params.divergence);
         estimate.time = ctx.record.time;
-        atd.publish(task, estimate);
+        *ctx.published = Some(estimate);
         let c = &mut self.counters;
         c.estimates += 1;
         c.unreliable += !estimate.reliable as u64;
@@ -182,14 +182,15 @@ impl Mechanism for CsEstimator {
         }
     }
 
-    fn on_event(&mut self, mut ctx: EventCtx<'_>) -> Result<u64> {
-        if !self.installed {
-            self.installed = true;
-            ctx.machine.install_atd(self.shift);
-            if self.params.partition {
-                ctx.machine.partition_llc_ways();
-            }
+    fn attach(&mut self, machine: &mut Machine) -> Result<()> {
+        machine.install_atd(self.shift);
+        if self.params.partition {
+            machine.partition_llc_ways();
         }
+        Ok(())
+    }
+
+    fn on_event(&mut self, mut ctx: EventCtx<'_>) -> Result<u64> {
         let (Some(task), Some(core)) = (ctx.record.task, ctx.record.core) else { return Ok(0) };
         match ctx.record.event {
             Event::SwitchIn if self.params.partition => ctx.machine.assign_llc_partition(task, core),

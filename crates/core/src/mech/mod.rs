@@ -22,6 +22,7 @@ pub mod tlb_preserve;
 
 use crate::error::{join_path, Result};
 use crate::events::EventRecord;
+use crate::mem::atd::Estimate;
 use crate::mem::machine::{Machine, MachineParams};
 use crate::types::{Access, Asid, CoreId, TaskId};
 
@@ -33,6 +34,11 @@ pub struct EventCtx<'a> {
     pub record: &'a EventRecord,
     /// Address space of the event's task, if it has one.
     pub asid: Option<Asid>,
+    /// What the mechanism tells the schedulers about the event's task: its
+    /// latest switch-miss estimate (`TaskView::switch_estimate`, which they
+    /// see from the task's next switch-out on). The engine takes it from
+    /// here; nothing a mechanism publishes goes back through the machine.
+    pub published: &'a mut Option<Estimate>,
 }
 
 /// What a mechanism sees of one access, after the machine ran it.
@@ -56,6 +62,13 @@ pub struct AccessCtx<'a> {
 pub trait Mechanism: Send {
     /// Name, for errors and results.
     fn name(&self) -> &str;
+
+    /// Called once, when the engine is built and before any access: set up
+    /// what the mechanism needs in the machine (a probe, a partition).
+    fn attach(&mut self, machine: &mut Machine) -> Result<()> {
+        let _ = machine;
+        Ok(())
+    }
 
     /// Called for every event, after the engine has updated its own state and
     /// before the task's next access. Returns extra cycles the mechanism

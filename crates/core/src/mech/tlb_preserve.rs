@@ -745,7 +745,8 @@ mod tests {
 
         fn event(&mut self, event: Event, task: u32) -> u64 {
             let record = EventRecord { time: 0, core: Some(CoreId(0)), task: Some(TaskId(task)), event };
-            let ctx = EventCtx { machine: &mut self.machine, record: &record, asid: Some(Asid(task)) };
+            let ctx =
+                EventCtx { machine: &mut self.machine, record: &record, asid: Some(Asid(task)), published: &mut None };
             self.mech.on_event(ctx).unwrap()
         }
 

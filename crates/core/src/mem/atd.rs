@@ -111,8 +111,6 @@ pub struct Atd {
     llcs: Vec<Bits>,
     /// Counts per task since its last emulated switch.
     counts: Vec<Count>,
-    /// The last estimate of each task.
-    published: Vec<Option<Estimate>>,
 }
 
 impl Atd {
@@ -127,7 +125,7 @@ impl Atd {
                 Bits { cache: c, ways, words: vec![0; (sets * ways).div_ceil(64)] }
             })
             .collect();
-        Atd { shift, watched, llcs, counts: Vec::new(), published: Vec::new() }
+        Atd { shift, watched, llcs, counts: Vec::new() }
     }
 
     /// log2 of the sampling ratio.
@@ -200,20 +198,6 @@ impl Atd {
     pub fn estimate(&self, task: TaskId, threshold: f64) -> Estimate {
         let count = self.count(task);
         Estimate { misses: count.sampled() << self.shift, count, reliable: count.divergence() <= threshold, time: 0 }
-    }
-
-    /// Record `estimate` as `task`'s latest (what schedulers read).
-    pub fn publish(&mut self, task: TaskId, estimate: Estimate) {
-        let t = task.0 as usize;
-        if self.published.len() <= t {
-            self.published.resize(t + 1, None);
-        }
-        self.published[t] = Some(estimate);
-    }
-
-    /// `task`'s latest published estimate.
-    pub fn published(&self, task: TaskId) -> Option<Estimate> {
-        self.published.get(task.0 as usize).copied().flatten()
     }
 }
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,13 @@ def needed(found, what: str, how: str):
     if not found:
         pytest.fail(f"{what} is missing: {how}", pytrace=False)
     return found
+
+
+def stored_runs(store: Path) -> list[tuple]:
+    """Every run of a results store as (key, status, last update): equal
+    before and after a second run when that run simulated nothing."""
+    with sqlite3.connect(store / "ledger.sqlite") as db:
+        return db.execute("select key, status, updated from runs order by key").fetchall()
 
 
 @pytest.fixture

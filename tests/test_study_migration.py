@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from cachesched.studies import claims as claims_mod
+from conftest import stored_runs
 from cachesched.studies.migration import PARTS
 from cachesched.studies.migration.tlb import CLAIMS, INTERVALS, SPEC_WINDOWS, UNUSED, M
 
@@ -166,20 +167,15 @@ def test_the_mechanism_counters_add_up_in_every_run(quick):
 
 @pytest.mark.slow
 def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
-    import sqlite3
     import subprocess
     import sys
 
     out = quick[0]
-    before = (out / "claims.csv").read_text()
-    ledger = out / "store" / "ledger.sqlite"
-    with sqlite3.connect(ledger) as db:
-        runs = db.execute("select key, updated from runs order by key").fetchall()
+    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
     proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "migration", "--quick", "-o", str(out),
                            "-q"], check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    with sqlite3.connect(ledger) as db:
-        assert db.execute("select key, updated from runs order by key").fetchall() == runs, "nothing ran again"
+    assert stored_runs(out / "store") == runs, "nothing ran again"
     assert (out / "claims.csv").read_text() == before
 
 

@@ -8,9 +8,12 @@ from pathlib import Path
 from ..errors import ConfigError
 from .common import POSITIVE
 
+#: Options of ``cachesched study`` that only some studies take (``Study.extra``),
+#: as they reach :meth:`Study.run`.
+EXTRA = {"programs": lambda text: text.split(",")}
+
 
 def cmd_study(args: argparse.Namespace) -> int:
-    import inspect
     import time
 
     from .. import studies
@@ -18,20 +21,18 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     study = studies.get(args.name)
     out = Path(args.out or f"study-{args.name}" + ("-quick" if args.quick else ""))
-    options = {"parts": args.parts.split(",") if args.parts else None, "size": args.size, "store": args.store,
-               "workers": args.workers, "dask": args.dask, "progress": not args.quiet}
-    # Each study takes the options that make sense for it; asking for one it
-    # does not take is an error, not silently ignored.
-    takes = inspect.signature(study.run).parameters
-    refused = [k for k, v in options.items() if v not in (None, False) and k not in takes and k != "progress"]
+    extra = {k: parse(getattr(args, k)) for k, parse in EXTRA.items() if getattr(args, k) is not None}
+    # A study is asked what it takes: an option it does not take is an error,
+    # not silently ignored.
+    refused = [k for k in extra if k not in study.accepts]
     if refused:
-        raise ConfigError.single(refused[0], "invalid_value",
-                                 f"study {args.name} does not take --{refused[0]}")
+        raise ConfigError.single(refused[0], "invalid_value", f"study {args.name} does not take --{refused[0]}")
     start = time.perf_counter()
-    study.run(out, quick=args.quick, **{k: v for k, v in options.items() if k in takes})
+    study.run(out, quick=args.quick, parts=args.parts.split(",") if args.parts else None, size=args.size,
+              store=args.store, workers=args.workers, dask=args.dask, progress=not args.quiet, **extra)
     claims = Claims.read(out / "claims.csv")
     for c in claims.itertuples(index=False):
-        print(f"{c.id:<4} {c.verdict:<24} {c.measured if isinstance(c.measured, str) else ''}")
+        print(f"{c.id:<4} {c.verdict:<24} {c.measured}")
     print(f"{out / 'index.html'} ({time.perf_counter() - start:.0f} s)")
     return 0
 
@@ -46,8 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--quick", action="store_true", help="the short version (small traces, scaled-down intervals)")
     st.add_argument("-o", "--out", metavar="DIR", help="report directory (default ./study-NAME[-quick])")
     st.add_argument("--parts", metavar="A,B", help="run only these parts (the others are listed as not run)")
-    st.add_argument("--size", choices=["tiny", "small", "full"], help="suite trace size (default: small if --quick, "
-                                                                     "else full)")
+    st.add_argument("--size", choices=["tiny", "small", "full"], help="suite trace size (default: the study's, "
+                                                                     "for --quick or the full study)")
+    st.add_argument("--programs", metavar="A,B", help="suite programs to run, for the studies that take it (ets)")
     st.add_argument("--store", metavar="DIR", help="results store of the runs (default DIR/store; reused on resume)")
     st.add_argument("--workers", type=POSITIVE, default=2, metavar="N", help="local worker processes (default 2)")
     st.add_argument("--dask", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler")

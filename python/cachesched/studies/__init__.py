@@ -1,18 +1,23 @@
 """Studies: each re-runs one source document's experiments and prints its
 claims beside the values measured here (``cachesched study NAME``).
 
-A study is a package under ``cachesched.studies`` with a ``run(out, ...)``
-function; :data:`STUDIES` names them. Shared pieces: :mod:`.claims` (the
-claims table), :mod:`.page` (the report page), :mod:`.runs` (running a
-study's simulations through the sweep machinery).
+Every study is a :class:`~.study.Study` (``STUDY`` in its package) run by
+the one framework in :mod:`.study`: its parts run their simulations through
+:mod:`.runs` (the sweep machinery: parallel, Dask-capable, stored once and
+resumable), judge their claims in :mod:`.claims` and write one page with
+:mod:`.page`. :data:`STUDIES` names them.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING
 
-#: Study name -> (module, one line on what it reproduces).
+if TYPE_CHECKING:
+    from .study import Study
+
+#: Study name -> (package, one line on what it reproduces); the package is
+#: imported only when the study is asked for.
 STUDIES = {
     "migration": ("cachesched.studies.migration",
                   "TLB preservation and migration prefetching (spec tlb-preservation-and-migration-prefetch.md)"),
@@ -21,8 +26,8 @@ STUDIES = {
 }
 
 
-def get(name: str) -> ModuleType:
-    """The module of study ``name``."""
+def get(name: str) -> Study:
+    """The study ``name``."""
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; studies: {', '.join(STUDIES)}")
-    return importlib.import_module(STUDIES[name][0])
+    return importlib.import_module(STUDIES[name][0]).STUDY

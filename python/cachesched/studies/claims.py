@@ -23,7 +23,9 @@ import pandas as pd
 from .._files import staged
 
 HOLDS, PARTLY, FAILS, NOT_RUN = "holds", "partly", "does not hold", "not run in this version"
-VERDICTS = (HOLDS, PARTLY, FAILS, NOT_RUN)
+#: A claim about something the simulator does not model (the scheduler's own code).
+NOT_COMPARABLE = "not comparable"
+VERDICTS = (HOLDS, PARTLY, FAILS, NOT_COMPARABLE, NOT_RUN)
 #: The columns of ``claims.csv``, in order.
 COLUMNS = ("id", "part", "claim", "spec", "measured", "verdict", "difference", "reason", "source", "values")
 
@@ -97,7 +99,7 @@ class Claims:
     @staticmethod
     def read(path: str | Path) -> pd.DataFrame:
         """A ``claims.csv`` back as a table (empty cells as empty strings)."""
-        return pd.read_csv(path, keep_default_na=False)
+        return pd.read_csv(path, keep_default_na=False, dtype=str)
 
     def write(self, path: str | Path) -> Path:
         """Write ``claims.csv``."""

@@ -24,7 +24,8 @@ from .claims import NOT_RUN, Claims
 
 CSS = run_page.CSS + """
 .verdict-holds { color: #1a7f37; } .verdict-partly { color: #9a6700; }
-.verdict-does-not-hold { color: #cf222e; } .verdict-not-run-in-this-version { color: #888; }
+.verdict-does-not-hold { color: #cf222e; } .verdict-not-comparable { color: #6e7781; }
+.verdict-not-run-in-this-version { color: #888; }
 .notrun { color: #666; font-style: italic; }
 """
 

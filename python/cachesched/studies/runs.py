@@ -108,15 +108,16 @@ def simulator(ctx: Any, name: str):
 
 def record_claims(claims: Any, found: list[dict], reason: str, source: str) -> None:
     """Set claims from a part's judgements (``id``, ``measured``, ``verdict``,
-    ``why``): what differs and the likely reason are kept for claims that
-    do not fully hold."""
+    ``why``). For a claim that does not fully hold, the difference is the
+    measured value beside the spec's, and the likely reason the judgement's
+    ``why`` followed by the part's general ``reason``."""
     for judged in found:
         claim = claims[judged["id"]]
         claim.measured, claim.verdict, claim.source = judged["measured"], judged["verdict"], source
         claim.values = {"measured": judged["measured"]}
         if judged["verdict"] != "holds":
-            claim.difference = judged.get("why") or f"measured {judged['measured']}, against the spec's {claim.spec}"
-            claim.reason = reason
+            claim.difference = f"measured {judged['measured']}; the spec: {claim.spec}"
+            claim.reason = "; ".join(r for r in (judged.get("why"), reason) if r)
 
 
 def draw(make: Any, out: Path) -> list:

@@ -12,11 +12,16 @@ reported in *spec milliseconds*: cycles / Q x 2.5.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .. import runs
 
 Simulate = Callable[[Sequence[dict]], Sequence[object]]
 
@@ -191,11 +196,80 @@ def pct(x: float, digits: int = 1) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:.{digits}f}%"
 
 
-def claim(cid: str, claim: str, measured: str, verdict: str, why: str = "") -> dict:
-    """One row of the claims table."""
-    return {"id": cid, "claim": claim, "measured": measured, "verdict": verdict, "why": why}
+def claim(cid: str, measured: str, verdict: str, why: str = "") -> dict:
+    """A part's judgement of claim ``cid`` (:func:`cachesched.studies.runs.record_claims`)."""
+    return {"id": cid, "measured": measured, "verdict": verdict, "why": why}
 
 
 def grade(ok: bool, close: bool) -> str:
     """``holds`` if ok, else ``partly`` if close, else ``does not hold``."""
     return "holds" if ok else "partly" if close else "does not hold"
+
+
+#: Programs of the quick study (tiny traces: whole runs of 3M to 28M
+#: instructions, recorded in seconds each).
+QUICK_PROGRAMS = ("bzip2", "hmmer", "mcf", "omnetpp")
+QUICK = Scale(factor=4, mix_size=4)
+FULL = Scale(factor=4, mix_size=8)
+#: What every claim's difference from the paper shares.
+REASON = "open programs instead of SPEC CPU2006, traces of a few million instructions, time scaled down"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every part of one ETS study run uses: the programs, the time
+    scale, and each program's suite manifest (its trace recorded once)."""
+
+    programs: tuple[str, ...]
+    scale: Scale
+    manifests: dict[str, dict]
+
+
+def setup(ctx: Any) -> Setup:
+    """The run's :class:`Setup`: ``--programs`` or the study's choice (four
+    programs quick, the whole suite full), their traces recorded on first use."""
+    if "ets" not in ctx.state:
+        from ...workloads import suite
+
+        programs = ctx.options.get("programs") or (QUICK_PROGRAMS if ctx.quick else suite.PROGRAMS)
+        ctx.state["ets"] = Setup(tuple(programs), QUICK if ctx.quick else FULL, runs.traces(ctx, programs))
+    return ctx.state["ets"]
+
+
+def simulator(ctx: Any, part: str) -> Simulate:
+    """Runs of ``part`` through the study's store (equal configurations of two
+    parts are one stored run)."""
+    return runs.simulator(ctx, f"ets-{part}-{ctx.size}" + ("-quick" if ctx.quick else ""))
+
+
+def notes(ctx: Any) -> str:
+    """The page's lines on how the study was scaled."""
+    if "ets" not in ctx.state:
+        return ""
+    s = setup(ctx)
+    return (f"<p>{len(s.programs)} programs ({html.escape(', '.join(s.programs))}; {ctx.size} traces"
+            f"{f', cut to {s.scale.max_accesses:,} accesses' if s.scale.max_accesses else ''}), time scaled down "
+            f"{s.scale.factor}x (Q = {s.scale.quantum:,} cycles, Table 1 thresholds "
+            f"{'/'.join(map(str, s.scale.thresholds))}), {s.scale.mix_size} tasks per core; times in spec ms "
+            "(cycles / Q x 2.5). Methodology: docs/elastic-time-slicing.md, \u201cThe study\u201d.</p>")
+
+
+def method(doc: str) -> str:
+    """A part module's docstring as the HTML of its method: paragraphs, its
+    ``- `` lists as lists, ````code```` as code, Sphinx roles as plain names."""
+    text = html.escape(re.sub(r":\w+:`\.?([^`]+)`", r"\1", doc))
+    text = re.sub(r"``([^`]+)``", r"<code>\1</code>", text)
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = [line.strip() for line in block.splitlines()]
+        if lines[0].startswith("- "):
+            items: list[str] = []
+            for line in lines:
+                if line.startswith("- "):
+                    items.append(line[2:])
+                else:
+                    items[-1] += " " + line
+            out.append("<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
+        else:
+            out.append(f"<p>{' '.join(lines)}</p>")
+    return "\n".join(out)

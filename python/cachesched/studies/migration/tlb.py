@@ -39,7 +39,7 @@ from ..page import Section
 
 if TYPE_CHECKING:
     from ..claims import Claims
-    from . import Context
+    from ..study import Context
 
 PROGRAMS = ("bzip2", "mcf", "hmmer", "gcc", "gobmk", "h264ref", "omnetpp")
 M, K = 1_000_000, 1_000

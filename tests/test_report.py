@@ -164,7 +164,7 @@ def test_a_table_of_runs_with_paths_and_variant_columns(saved_runs, tmp_path):
 
 
 def test_the_sweep_stores_table_shape(saved_runs, tmp_path):
-    """The columns `cachesched.results.load` gives for a sweep store: axes
+    """The columns `cachesched.store.load` gives for a sweep store: axes
     and a named variant, bookkeeping, the detail folder, the summary."""
     done = [report.read_run(saved_runs / name).summary for name in ("round-robin", "forced")]
     table = pd.DataFrame([

@@ -18,7 +18,7 @@ import cachesched
 from cachesched import sweep as sw
 from cachesched.cli import main
 from cachesched.executors import LocalExecutor
-from cachesched.results import load
+from cachesched.store import load
 from cachesched.store import Store
 
 #: Columns that measure the host, not the simulation.

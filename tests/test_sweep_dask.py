@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import cachesched
-from cachesched.results import load
+from cachesched.store import load
 
 from conftest import needed
 from test_sweep import detail_json, spec, stable

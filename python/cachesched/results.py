@@ -407,36 +407,12 @@ class Results:
         return f"<Results accesses={s['accesses']} cpi={s['cpi']:.4f}>"
 
 
-def _cell(value: Any) -> Any:
-    """An axis value as a table cell: scalars stay, tables and lists become JSON text."""
-    return value if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(value, sort_keys=True)
+def __getattr__(name: str) -> object:
+    """``cachesched.results.load``, the documented path of
+    :func:`cachesched.store.load`, resolved on first use: the store reads
+    run results, so this module does not import it."""
+    if name == "load":
+        from .store import load
 
-
-def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFrame:
-    """A sweep's results from a results store (``cachesched sweep --store DIR``;
-    default ``$CACHESCHED_STORE``, else ``./cachesched-results``)
-    as one row per point: ``sweep``, ``position``, ``variant``, one column per
-    axis (named by its key path), ``status``, ``key``, ``error``, ``detail``
-    (the folder of the run's ``results.json`` and Parquet tables, absolute),
-    then the summary metrics. All sweeps of the store if ``sweep`` is None.
-    ``df.attrs["axes"]`` lists the axis columns."""
-    from .store import Store
-
-    db = Store(store, create=False)
-    try:
-        points = db.points(sweep)
-    finally:
-        db.close()
-    rows, axes = [], {}
-    for p in points:
-        row = {"sweep": p["sweep"], "position": p["position"], "variant": p["variant"]}
-        values = json.loads(p["axes"])
-        axes.update(dict.fromkeys(values))
-        row.update({k: _cell(v) for k, v in values.items()})
-        row.update(status=p["status"], key=p["key"], error=p["error"],
-                   detail=str((db.dir / p["detail"]).resolve()) if p["detail"] else None)
-        row.update(json.loads(p["metrics"]) if p["metrics"] else {})
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    df.attrs["axes"] = list(axes)
-    return df
+        return load
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

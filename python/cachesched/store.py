@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+import pandas as pd
+
 from ._files import write_text
 from .errors import CacheschedError, ResultsError
 
@@ -326,3 +328,36 @@ def rebuild(directory: str | Path) -> dict[str, int]:
     finally:
         store.close()
     return counts
+
+
+def _cell(value: Any) -> Any:
+    """An axis value as a table cell: scalars stay, tables and lists become JSON text."""
+    return value if isinstance(value, (str, int, float, bool)) or value is None else json.dumps(value, sort_keys=True)
+
+
+def load(store: str | Path | None = None, sweep: str | None = None) -> pd.DataFrame:
+    """A sweep's results from a results store (``cachesched sweep --store DIR``;
+    default ``$CACHESCHED_STORE``, else ``./cachesched-results``)
+    as one row per point: ``sweep``, ``position``, ``variant``, one column per
+    axis (named by its key path), ``status``, ``key``, ``error``, ``detail``
+    (the folder of the run's ``results.json`` and Parquet tables, absolute),
+    then the summary metrics. All sweeps of the store if ``sweep`` is None.
+    ``df.attrs["axes"]`` lists the axis columns."""
+    db = Store(store, create=False)
+    try:
+        points = db.points(sweep)
+    finally:
+        db.close()
+    rows, axes = [], {}
+    for p in points:
+        row = {"sweep": p["sweep"], "position": p["position"], "variant": p["variant"]}
+        values = json.loads(p["axes"])
+        axes.update(dict.fromkeys(values))
+        row.update({k: _cell(v) for k, v in values.items()})
+        row.update(status=p["status"], key=p["key"], error=p["error"],
+                   detail=str((db.dir / p["detail"]).resolve()) if p["detail"] else None)
+        row.update(json.loads(p["metrics"]) if p["metrics"] else {})
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs["axes"] = list(axes)
+    return df

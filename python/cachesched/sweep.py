@@ -327,7 +327,7 @@ def run(
     ``workers`` local processes (default: one per core), or the Dask cluster
     ``dask`` (a scheduler address or a ``distributed.Client``). Failed runs
     are recorded with their error and not tried again unless
-    ``retry_failed``. Read the results with :func:`cachesched.results.load`.
+    ``retry_failed``. Read the results with :func:`cachesched.store.load`.
     """
     sweep = load_sweep(spec)
     db = store if isinstance(store, Store) else Store(store)

@@ -52,7 +52,7 @@ def _sweep_bench(spec, workers: int, repeat: int) -> int:
 
 
 def cmd_results_ls(args: argparse.Namespace) -> int:
-    from ..results import load
+    from ..store import load
     from ..store import Store, default_store
 
     store = args.store or default_store()
@@ -112,7 +112,7 @@ def cmd_results_show(args: argparse.Namespace) -> int:
 
 
 def cmd_results_export(args: argparse.Namespace) -> int:
-    from ..results import load
+    from ..store import load
 
     df = load(args.store, args.sweep)
     out = Path(args.output)

@@ -16,7 +16,7 @@ import pandas as pd
 from ..results import LEVELS, Results
 
 #: Columns of a runs table that are neither variants nor metrics (those of
-#: the sweep store's ``cachesched.results.load`` among them).
+#: the sweep store's ``cachesched.store.load`` among them).
 BOOKKEEPING = {"run", "path", "results_dir", "detail", "status", "error", "hash", "key", "id", "config",
                "version", "sweep", "position", "started", "finished", "created", "wall_seconds",
                "accesses_per_second", "warmup_accesses", "worker"}
@@ -192,7 +192,7 @@ def from_table(df: pd.DataFrame, variants: Sequence[str] | None = None) -> Runs:
     metrics (``cpi``, ``l2_miss_ratio``, ...), and optionally ``path`` (or
     ``results_dir``, or the sweep store's ``detail``): the run's saved
     directory, read for the per-task, per-interval and event figures and to
-    fill in missing metrics. The sweep store's ``cachesched.results.load``
+    fill in missing metrics. The sweep store's ``cachesched.store.load``
     returns this shape.
     """
     known = set(metric_names()) | BOOKKEEPING

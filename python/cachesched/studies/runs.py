@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import sweep
 from ..errors import SimulationError
-from ..results import load
+from ..store import load
 
 #: The configuration's top-level tables a study point may set.
 KEYS = ("machine", "tasks", "scheduler", "mechanisms", "run", "stats", "seed")

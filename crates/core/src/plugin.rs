@@ -140,8 +140,10 @@ where
 
 /// Declares a plug-in family: the typed config enum, its parser from a
 /// [`PluginConfig`], the list of registered names, and one dispatching
-/// constructor taking one context argument. Each params type implements the
-/// constructor as an inherent method of the same signature.
+/// constructor taking one context argument, optionally followed by one
+/// dispatching `&mut self` method (a family whose params type nested
+/// plug-ins when the config is read). Each params type implements them as
+/// methods of the same signatures (inherent, or of a trait in scope).
 ///
 /// ```ignore
 /// register! {
@@ -158,6 +160,7 @@ macro_rules! register {
         $(#[$doc:meta])*
         family $family:literal, $enum:ident,
         fn $build:ident(&self, $arg:ident : $argty:ty) -> $ret:ty;
+        $(fn $update:ident(&mut self, $uarg:ident : $uargty:ty) -> $uret:ty;)?
         $($name:literal => $variant:ident($params:ty)),+ $(,)?
     ) => {
         $(#[$doc])*
@@ -202,6 +205,17 @@ macro_rules! register {
             /// Construct the implementation.
             pub fn $build(&self, $arg: $argty) -> $ret {
                 match self { $($enum::$variant(p) => p.$build($arg)),+ }
+            }
+        }
+
+        $crate::register!(@update [$($update, $uarg, $uargty, $uret)?] $enum, $($variant),+);
+    };
+    (@update [] $enum:ident, $($variant:ident),+) => {};
+    (@update [$update:ident, $uarg:ident, $uargty:ty, $uret:ty] $enum:ident, $($variant:ident),+) => {
+        impl $enum {
+            /// Dispatch to the selected params.
+            pub fn $update(&mut self, $uarg: $uargty) -> $uret {
+                match self { $($enum::$variant(p) => p.$update($uarg)),+ }
             }
         }
     };

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tlb_flush::FlushOn;
-use super::{EventCtx, MechBuild, Mechanism};
+use super::{EventCtx, MechBuild, Mechanism, MechanismParams};
 use crate::counters::Level;
 use crate::error::Result;
 use crate::events::Event;
@@ -41,9 +41,9 @@ impl Default for CacheFlushParams {
     }
 }
 
-impl CacheFlushParams {
+impl MechanismParams for CacheFlushParams {
     /// Build the mechanism.
-    pub fn build(&self, _ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+    fn build(&self, _ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
         let mut levels = Vec::new();
         if self.l1 {
             levels.extend([Level::L1i, Level::L1d]);

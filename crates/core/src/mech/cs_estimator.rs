@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{counters, EventCtx, Mark, MechBuild, Mechanism};
+use super::{counters, EventCtx, Mark, MechBuild, Mechanism, MechanismParams};
 
 use crate::error::{Error, Result};
 use crate::events::Event;
@@ -97,9 +97,9 @@ counters! {
     }
 }
 
-impl CsEstimatorParams {
+impl MechanismParams for CsEstimatorParams {
     /// Build the mechanism.
-    pub fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
         let Some(llc) = &ctx.machine.llc else {
             return Err(Error::config(&ctx.loc, "invalid_value", "cs-estimator needs machine.llc"));
         };

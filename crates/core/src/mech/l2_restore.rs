@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::l2_select::{Select, Selection};
 use super::tlb_flush::FlushOn;
-use super::{counters, EventCtx, MechBuild, Mechanism};
+use super::{counters, EventCtx, MechBuild, Mechanism, MechanismParams};
 use crate::counters::Level;
 use crate::error::Result;
 use crate::events::Event;
@@ -44,9 +44,9 @@ impl Default for L2RestoreParams {
     }
 }
 
-impl L2RestoreParams {
+impl MechanismParams for L2RestoreParams {
     /// Build the mechanism.
-    pub fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
         let select = Select { how: self.select, clean_only: self.clean_only, task_only: self.task_only };
         select.check(ctx)?;
         Ok(Box::new(L2Restore { select, on: self.on, saved: Vec::new(), counts: RestoreCounts::default() }))

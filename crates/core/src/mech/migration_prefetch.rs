@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::l2_restore::select_from;
 use super::l2_select::{Select, Selection};
-use super::{counters, EventCtx, MechBuild, Mechanism};
+use super::{counters, EventCtx, MechBuild, Mechanism, MechanismParams};
 use crate::error::{Error, Result};
 use crate::events::{Event, Locality, Timing};
 use crate::types::{CoreId, LineAddr, TaskId};
@@ -71,9 +71,9 @@ impl Default for MigrationPrefetchParams {
     }
 }
 
-impl MigrationPrefetchParams {
+impl MechanismParams for MigrationPrefetchParams {
     /// Build the mechanism.
-    pub fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
         let select = Select { how: self.select, clean_only: self.clean_only, task_only: self.task_only };
         select.check(ctx)?;
         if self.tags_per_message == 0 {

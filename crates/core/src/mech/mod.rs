@@ -139,6 +139,21 @@ macro_rules! counters {
 }
 pub(crate) use counters;
 
+/// What the params of every mechanism (one per `kind`) provide: the hooks
+/// the registration below dispatches to.
+pub trait MechanismParams {
+    /// Type nested plug-ins and fill in their defaults, once, when the
+    /// config is read (`loc` is the mechanism's path), so that the resolved
+    /// config shows them. Most mechanisms have none.
+    fn resolve(&mut self, loc: &str) -> Result<()> {
+        let _ = loc;
+        Ok(())
+    }
+
+    /// Build the mechanism, or a config error at the key that is wrong.
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>>;
+}
+
 /// What a configured mechanism is built from.
 pub struct MechBuild<'a> {
     /// The machine it will act on (validated).
@@ -158,25 +173,11 @@ crate::register! {
     /// Every configurable mechanism (`[[mechanisms]]`).
     family "mechanism", MechanismConfig,
     fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>>;
+    fn resolve(&mut self, loc: &str) -> Result<()>;
     "tlb-flush" => TlbFlush(tlb_flush::TlbFlushParams),
     "tlb-preserve" => TlbPreserve(tlb_preserve::TlbPreserveParams),
     "cache-flush" => CacheFlush(cache_flush::CacheFlushParams),
     "l2-restore" => L2Restore(l2_restore::L2RestoreParams),
     "migration-prefetch" => MigrationPrefetch(migration_prefetch::MigrationPrefetchParams),
     "cs-estimator" => CsEstimator(cs_estimator::CsEstimatorParams),
-}
-
-impl MechanismConfig {
-    /// Type nested plug-ins and fill in their defaults (called once, when
-    /// the config is read; `loc` is the mechanism's path).
-    pub fn resolve(&mut self, loc: &str) -> Result<()> {
-        match self {
-            MechanismConfig::TlbPreserve(p) => p.resolve(loc),
-            MechanismConfig::TlbFlush(_)
-            | MechanismConfig::CacheFlush(_)
-            | MechanismConfig::L2Restore(_)
-            | MechanismConfig::MigrationPrefetch(_)
-            | MechanismConfig::CsEstimator(_) => Ok(()),
-        }
-    }
 }

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{EventCtx, MechBuild, Mechanism};
+use super::{EventCtx, MechBuild, Mechanism, MechanismParams};
 
 use crate::error::{Error, Result};
 use crate::events::Event;
@@ -48,13 +48,15 @@ pub struct TlbFlushParams {
     pub scope: FlushScope,
 }
 
-impl TlbFlushParams {
+impl MechanismParams for TlbFlushParams {
     /// Build the mechanism.
-    pub fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
         needs_tlb(ctx)?;
         Ok(Box::new(TlbFlush { params: *self, flushes: 0 }))
     }
+}
 
+impl TlbFlushParams {
     /// Flush the TLBs of the event's core (L1s and L2) if this event calls
     /// for it: at `SwitchIn` for `switch`, at `Migrate` (the destination)
     /// for `migrate`. Returns whether it flushed.

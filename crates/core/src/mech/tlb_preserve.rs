@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use super::aging::AgingParams;
 use super::aging_total::AgingTotalParams;
 use super::tlb_flush::{needs_tlb, TlbFlushParams};
-use super::{AccessCtx, EventCtx, MechBuild, Mechanism};
+use super::{AccessCtx, EventCtx, MechBuild, Mechanism, MechanismParams};
 use crate::counters::TlbCounters;
 use crate::error::{join_path, Error, Result};
 use crate::events::Event;
@@ -203,17 +203,17 @@ impl Default for TlbPreserveParams {
     }
 }
 
-impl TlbPreserveParams {
+impl MechanismParams for TlbPreserveParams {
     /// Type the predictor's params and fill in their defaults (called once,
     /// when the config is read; `loc` is the mechanism's path).
-    pub fn resolve(&mut self, loc: &str) -> Result<()> {
+    fn resolve(&mut self, loc: &str) -> Result<()> {
         let select = PredictorConfig::parse(&self.select, &join_path(loc, "params.select"))?;
         self.select = select.to_raw();
         Ok(())
     }
 
     /// Build the mechanism.
-    pub fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
         needs_tlb(ctx)?;
         let at = ctx.at("select");
         let predictor = PredictorConfig::parse(&self.select, &at)?.build(&at)?;

@@ -44,6 +44,12 @@ def config_errors(cfg) -> list[dict]:
     ({**GOOD, "run": {"switch_cycles": 2**64 - 1}}, "run.switch_cycles", "out_of_range"),
     ({**GOOD, "run": {"migration_cycles": 2**40 + 1}}, "run.migration_cycles", "out_of_range"),
     ({**GOOD, "sed": 3}, "sed", "unknown_field"),
+    ({**GOOD, "machine": {"sockets": 2, "memory": {"distances": [[10, 21], [21]]}}}, "machine.memory.distances",
+     "invalid_value"),
+    ({**GOOD, "machine": {"sockets": 2, "memory": {"distances": [[10, 21], [21, 0]]}}},
+     "machine.memory.distances[1][1]", "invalid_value"),
+    ({**GOOD, "machine": {"sockets": 2, "memory": {"distances": [[10, "far"], [21, 10]]}}},
+     "machine.memory.distances[0][1]", "invalid_type"),
 ])
 def test_config_errors_name_the_key_path(cfg, loc, code):
     errors = config_errors(cfg)

@@ -7,7 +7,7 @@ use cachesched_core::counters::Level;
 use cachesched_core::mem::attribution::Attributed;
 use cachesched_core::mem::cache::{CacheParams, Inclusion, Scope, WritePolicy};
 use cachesched_core::mem::machine::{Machine, MachineParams};
-use cachesched_core::mem::page_table::FrameAllocation;
+use cachesched_core::mem::page_table::{FrameAllocation, Placement};
 use cachesched_core::mem::replacement::ReqKind;
 use cachesched_core::mem::tlb::{TlbLevelParams, TlbParams, WalkModel};
 use cachesched_core::plugin::PluginConfig;
@@ -441,6 +441,59 @@ fn numa_latency_depends_on_the_home_node() {
     assert_eq!(m.access(CoreId(1), TaskId(1), Asid(0), &a), 300, "read from socket 1: remote");
     assert_eq!(m.tasks[1].memory_remote, 1);
     assert_eq!(m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(), vec![2, 0]);
+}
+
+#[test]
+fn a_slit_sets_the_latency_of_every_pair_of_nodes() {
+    // Three sockets, one core each, one node each; pages bound to node 2,
+    // so core i pays latency x d[i][2] / 10 for every line.
+    let mut params = flat(1);
+    params.sockets = 3;
+    params.memory.frame_allocation = FrameAllocation::Sequential;
+    params.memory.node_bytes = ByteSize(1 << 30);
+    params.memory.placement = Placement::Bind(2);
+    params.memory.distances = Some(vec![vec![10.0, 16.0, 32.0], vec![16.0, 10.0, 21.0], vec![32.0, 21.0, 10.0]]);
+    let mut m = Machine::new(&params, 1, "machine").unwrap();
+    m.add_tasks(3);
+    for (core, cycles) in [(0u32, 640), (1, 420), (2, 200)] {
+        let a = access(AccessKind::Load, 0x10_0000 * (core as u64 + 1));
+        assert_eq!(m.access(CoreId(core), TaskId(core), Asid(core), &a), cycles, "core {core}");
+    }
+    assert_eq!(m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(), vec![0, 0, 3]);
+    // remote_latency_cycles is the shorthand of one remote distance.
+    let mut shorthand = flat(1);
+    shorthand.memory.remote_latency_cycles = Some(300);
+    assert_eq!(shorthand.memory.node_latencies(2), vec![200, 300, 300, 200]);
+    assert_eq!(params.memory.node_latencies(3), vec![200, 320, 640, 320, 200, 420, 640, 420, 200]);
+}
+
+#[test]
+fn a_distance_matrix_that_is_not_a_slit_is_a_config_error() {
+    let issues = |memory: &str| {
+        let text = format!(r#"{{"machine": {{"sockets": 2, "memory": {memory}}}, "workload": {{"kind": "stream"}}}}"#);
+        match config::from_json_str(&text) {
+            Err(cachesched_core::Error::Config(issues)) => {
+                issues.iter().map(|i| (i.loc.clone(), i.message.clone())).collect::<Vec<_>>()
+            }
+            other => panic!("{memory}: {other:?}"),
+        }
+    };
+    let found = issues(r#"{"distances": [[10, 20], [20]]}"#);
+    assert_eq!(found[0].0, "machine.memory.distances");
+    assert!(found[0].1.contains("expected a 2 x 2 matrix"), "{found:?}");
+    let found = issues(r#"{"distances": [[10, 20, 20], [20, 10, 20]]}"#);
+    assert_eq!(found[0].0, "machine.memory.distances", "one row per node: 2, not 3 columns");
+    let found = issues(r#"{"distances": [[10, 20], [20, 0]]}"#);
+    assert_eq!(found[0].0, "machine.memory.distances[1][1]");
+    assert!(found[0].1.contains("distance to itself is 10"), "{found:?}");
+    let found = issues(r#"{"distances": [[10, 5], [300, 10]]}"#);
+    assert_eq!(
+        found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+        vec!["machine.memory.distances[0][1]", "machine.memory.distances[1][0]"]
+    );
+    let found = issues(r#"{"distances": [[10, 20], [20, 10]], "remote_latency_cycles": 300}"#);
+    assert_eq!(found[0].0, "machine.memory.remote_latency_cycles");
+    assert!(found[0].1.contains("not both"), "{found:?}");
 }
 
 #[test]

@@ -36,6 +36,7 @@ presets!(
     "migration-prefetch",
     "ets",
     "numa-sunfire6800",
+    "numa-sunfire15k",
     "region-clovertown",
     "region-westmere",
     "locking-cl1",

@@ -45,10 +45,8 @@ impl Part<'_> {
         }
         if served < path.len as usize {
             self.caches[path.at(served)].latency_cycles
-        } else if self.node_of(line) == node {
-            self.k.local_latency
         } else {
-            self.k.remote_latency
+            self.node_latency[(node * self.k.nodes + self.node_of(line)) as usize]
         }
     }
 

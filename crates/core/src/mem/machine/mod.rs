@@ -173,6 +173,8 @@ pub struct Machine {
     page_table: PageTable,
     k: Constants,
     nodes: Vec<NodeStats>,
+    /// Cycles of a line read by a core of node `i` from node `j`, at `[i * nodes + j]`.
+    node_latency: Vec<u32>,
     /// Counters of every task, indexed by task id (their compulsory and
     /// induced misses as of the last [`Machine::settle_counts`]).
     pub tasks: Vec<TaskStats>,
@@ -204,8 +206,6 @@ struct Constants {
     page_shift: u32,
     frames_per_node: u64,
     nodes: u32,
-    local_latency: u32,
-    remote_latency: u32,
     walk: WalkModel,
     walk_latency: u32,
     radix_levels: u32,
@@ -237,6 +237,7 @@ pub struct Part<'m> {
     first_core: usize,
     tasks: &'m mut [TaskStats],
     nodes: &'m mut [NodeStats],
+    node_latency: &'m [u32],
     page_table: &'m mut PageTable,
     notebook: &'m mut Notebook,
     atd: Option<&'m mut Atd>,
@@ -273,7 +274,7 @@ impl Machine {
     /// engine bounds how far a chunk of references may run past a deadline.
     pub fn max_stall(&self) -> u64 {
         let k = &self.k;
-        let slowest = self.caches.iter().map(|c| c.latency_cycles).chain([k.local_latency, k.remote_latency]);
+        let slowest = self.caches.iter().map(|c| c.latency_cycles).chain(self.node_latency.iter().copied());
         let slowest = slowest.max().unwrap_or(0) as u64;
         let walk = match k.walk {
             WalkModel::Fixed => k.walk_latency as u64,
@@ -607,8 +608,6 @@ impl Machine {
         self.caches.iter().position(|c| c.path == path)
     }
 }
-
-impl Part<'_> {}
 
 /// The physical line of virtual line `vline` in its page's `frame`.
 #[inline(always)]

@@ -16,6 +16,10 @@ use crate::units::ByteSize;
 /// The most NUMA nodes a machine may have: Linux's `MAX_NUMNODES` with its
 /// largest `NODES_SHIFT` (10).
 pub const MAX_NODES: u32 = 1024;
+/// A node's distance to itself in a SLIT (ACPI's and Linux's `LOCAL_DISTANCE`).
+pub const LOCAL_DISTANCE: f64 = 10.0;
+/// The largest SLIT distance; 255 means unreachable.
+pub const MAX_DISTANCE: f64 = 254.0;
 
 /// Memory and NUMA configuration (`machine.memory`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,11 +35,90 @@ pub struct MemoryParams {
     /// Cycles to read a line from the local node.
     pub latency_cycles: u32,
     /// Cycles to read a line from another node; default `latency_cycles`.
+    /// Shorthand for `distances` with one remote distance.
     pub remote_latency_cycles: Option<u32>,
+    /// Node distances as a SLIT gives them (Linux's
+    /// `/sys/devices/system/node/nodeN/distance`): row `i` is the reading
+    /// node, column `j` the page's node, 10 on the diagonal. A line read
+    /// from node `j` by a core of node `i` costs `latency_cycles * d[i][j] /
+    /// 10`.
+    pub distances: Option<Vec<Vec<f64>>>,
     /// Node of a newly touched page.
     pub placement: Placement,
     /// Order of frames within a node.
     pub frame_allocation: FrameAllocation,
+}
+
+impl MemoryParams {
+    /// Cycles of a line read by a core of node `i` from node `j`, at
+    /// `[i * nodes + j]`, from `distances` (or `remote_latency_cycles`).
+    pub fn node_latencies(&self, nodes: u32) -> Vec<u32> {
+        let n = nodes as usize;
+        let remote = self.remote_latency_cycles.unwrap_or(self.latency_cycles);
+        (0..n * n)
+            .map(|k| {
+                let (i, j) = (k / n, k % n);
+                match &self.distances {
+                    Some(d) => (self.latency_cycles as f64 * d[i][j] / LOCAL_DISTANCE).round() as u32,
+                    None if i == j => self.latency_cycles,
+                    None => remote,
+                }
+            })
+            .collect()
+    }
+
+    /// Check `distances` against the machine's `nodes` (the checks Linux
+    /// applies to a SLIT, and the latencies they give).
+    fn validate_distances(&self, nodes: u32, mloc: &dyn Fn(&str) -> String, issues: &mut Issues) {
+        let Some(d) = &self.distances else { return };
+        if self.remote_latency_cycles.is_some() {
+            issues.push(
+                mloc("remote_latency_cycles"),
+                "invalid_value",
+                "give remote_latency_cycles or distances, not both",
+            );
+        }
+        let n = nodes as usize;
+        if d.len() != n || d.iter().any(|row| row.len() != n) {
+            let shape = d.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join(", ");
+            issues.push(
+                mloc("distances"),
+                "invalid_value",
+                format!(
+                    "expected a {n} x {n} matrix, a row and a column per node; got {} row(s) of [{shape}]",
+                    d.len()
+                ),
+            );
+            return;
+        }
+        for (i, row) in d.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                let at = mloc(&format!("distances[{i}][{j}]"));
+                if i == j {
+                    issues.check(
+                        v == LOCAL_DISTANCE,
+                        at,
+                        "invalid_value",
+                        format!("a node's distance to itself is 10 (a SLIT's local distance), got {v}"),
+                    );
+                } else {
+                    issues.check(
+                        v.is_finite() && (LOCAL_DISTANCE..=MAX_DISTANCE).contains(&v),
+                        at,
+                        "out_of_range",
+                        format!("expected a distance from 10 (as near as local) to 254, got {v}"),
+                    );
+                }
+            }
+        }
+        let worst = self.latency_cycles as f64 * MAX_DISTANCE / LOCAL_DISTANCE;
+        issues.check(
+            worst <= u32::MAX as f64,
+            mloc("latency_cycles"),
+            "out_of_range",
+            format!("{} cycles x distance / 10 does not fit 32 bits", self.latency_cycles),
+        );
+    }
 }
 
 impl Default for MemoryParams {
@@ -46,6 +129,7 @@ impl Default for MemoryParams {
             page_bytes: ByteSize(4096),
             latency_cycles: 200,
             remote_latency_cycles: None,
+            distances: None,
             placement: Placement::FirstTouch,
             frame_allocation: FrameAllocation::Random,
         }
@@ -139,6 +223,8 @@ impl MachineParams {
         // and its frames handed out to each address space.
         let per_node = (std::mem::size_of::<NodeStats>() as u64) * (sockets + 1) + 8 * spaces.max(1);
         parts.push((at("memory.nodes"), per_node.saturating_mul(self.nodes() as u64)));
+        // The node-to-node latency table, and the distances it comes from.
+        parts.push((at("memory.distances"), 12u64.saturating_mul((self.nodes() as u64).pow(2))));
         if !self.attribution.is_empty() {
             let (caches, tlbs) = self.attributed();
             let shadows = Attribution::host_bytes_per_task(&caches, line_bits, tlbs);
@@ -253,6 +339,7 @@ impl MachineParams {
             "invalid_value",
             format!("expected a positive multiple of the page size, got {}", m.node_bytes),
         );
+        m.validate_distances(nodes, &mloc, issues);
         if let Placement::Bind(n) = m.placement {
             issues.check(
                 n < nodes,

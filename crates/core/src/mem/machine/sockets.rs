@@ -38,6 +38,7 @@ impl Machine {
             migration_queues: &mut self.migration_queues[cores],
             tasks: &mut self.tasks,
             nodes: &mut self.nodes,
+            node_latency: &self.node_latency,
             page_table: &mut self.page_table,
             notebook: &mut self.notebook,
             atd: self.atd.as_deref_mut(),
@@ -85,6 +86,7 @@ impl Machine {
         let mut memos = carve(&mut self.memos, ranges.iter().map(|r| r.2.len()));
         let mut queues = carve(&mut self.migration_queues, ranges.iter().map(|r| r.2.len()));
         let (cache_level, uppers, cores, k) = (&self.cache_level, &self.uppers, &self.cores, &self.k);
+        let node_latency = &self.node_latency;
         shares
             .iter_mut()
             .zip(ranges)
@@ -101,6 +103,7 @@ impl Machine {
                 migration_queues: queues.next().expect("a slice per socket"),
                 tasks: &mut share.tasks,
                 nodes: &mut share.nodes,
+                node_latency,
                 page_table: &mut share.page_table,
                 notebook: &mut share.notebook,
                 atd: None,

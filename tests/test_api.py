@@ -35,6 +35,21 @@ def test_hand_computed_sweep_on_the_teaching_machine():
     assert r.tasks.loc[0, "stall_cycles"] == 128 * 100 + 128 * 10
 
 
+def test_hand_computed_remote_reads_on_a_two_node_slit():
+    # Two sockets of one core, pages bound to node 1, a SLIT of 10/30: the
+    # task on socket 0 reads 128 new lines from node 1 at 100 x 30 / 10 cycles
+    # each; its twin on socket 1 reads its own 128 at the local 100.
+    machine = {"preset": "teaching", "tlb": False, "sockets": 2, "cores_per_socket": 1, "l2": False, "llc": False,
+               "memory": {"placement": {"bind": 1}, "distances": [[10, 30], [30, 10]], "latency_cycles": 100,
+                          "frame_allocation": "sequential"}}
+    tasks = [{"affinity": [c], "asid": c, "workload": sweep(passes=1)} for c in (0, 1)]
+    r = cachesched.simulate({"machine": machine, "tasks": tasks})
+    assert r.tasks.stall_cycles.tolist() == [128 * 300, 128 * 100]
+    mem = r.memory.set_index("node")
+    assert mem.loc[1, "reads"] == 256 and mem.loc[1, "remote_reads"] == 128
+    assert mem.loc[0, ["reads", "remote_reads", "remote_writes"]].tolist() == [0, 0, 0]
+
+
 def test_results_tables_and_exports(tmp_path):
     r = cachesched.simulate({"machine": {"preset": "teaching"}, "workload": sweep(passes=3)})
     assert set(r.levels.level) == {"l1d", "l2", "llc"}

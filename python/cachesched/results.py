@@ -267,8 +267,10 @@ class Results:
 
     @property
     def memory(self) -> pd.DataFrame:
-        """One row per NUMA node: lines read and written, frames allocated."""
-        return pd.DataFrame(self._data["memory"], columns=["node", "reads", "writes", "pages"])
+        """One row per NUMA node: lines read and written back (``remote_*``:
+        those by other nodes' cores and caches), frames allocated."""
+        return pd.DataFrame(self._data["memory"],
+                            columns=["node", "reads", "writes", "pages", "remote_reads", "remote_writes"])
 
     @property
     def mechanisms(self) -> pd.DataFrame:

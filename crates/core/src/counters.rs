@@ -268,4 +268,9 @@ pub struct NodeStats {
     pub writes: u64,
     /// Pages allocated on this node.
     pub pages: u64,
+    /// Of `reads`, those by cores of other nodes: lines that crossed the
+    /// interconnect to leave this node.
+    pub remote_reads: u64,
+    /// Of `writes`, those from the caches of other nodes' sockets.
+    pub remote_writes: u64,
 }

@@ -441,6 +441,13 @@ fn numa_latency_depends_on_the_home_node() {
     assert_eq!(m.access(CoreId(1), TaskId(1), Asid(0), &a), 300, "read from socket 1: remote");
     assert_eq!(m.tasks[1].memory_remote, 1);
     assert_eq!(m.node_stats().iter().map(|n| n.reads).collect::<Vec<_>>(), vec![2, 0]);
+    assert_eq!(m.node_stats().iter().map(|n| n.remote_reads).collect::<Vec<_>>(), vec![1, 0]);
+    // Socket 1 dirties a line of node 0 and writes it back: a remote write.
+    m.access(CoreId(1), TaskId(1), Asid(0), &access(AccessKind::Store, 0x5000));
+    m.flush_core(CoreId(1), Scope::All, true);
+    m.flush_core(CoreId(0), Scope::All, true);
+    let writes: Vec<_> = m.node_stats().iter().map(|n| (n.writes, n.remote_writes)).collect();
+    assert_eq!(writes, vec![(1, 1), (0, 0)], "one write-back, from node 1 to node 0");
 }
 
 #[test]

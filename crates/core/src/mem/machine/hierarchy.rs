@@ -163,6 +163,7 @@ impl Part<'_> {
     pub(super) fn memory_read(&mut self, line: LineAddr, req: &Req, node: u32) {
         let home = self.node_of(line);
         self.nodes[home as usize].reads += 1;
+        self.nodes[home as usize].remote_reads += (home != node) as u64;
         if req.kind.is_demand() {
             let t = &mut self.tasks[req.task.0 as usize];
             if home == node {
@@ -245,8 +246,10 @@ impl Part<'_> {
         by: TaskId,
     ) {
         if i >= path.len as usize {
+            // A part is one socket: its cores, and the caches writing back, share one node.
             let home = self.node_of(line);
             self.nodes[home as usize].writes += 1;
+            self.nodes[home as usize].remote_writes += (home != self.cores[0].node) as u64;
             return;
         }
         let c = path.at(i);

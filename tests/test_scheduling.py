@@ -131,6 +131,31 @@ def test_a_python_scheduler_decides_every_switch():
     assert r.config["scheduler"] == {"kind": "python", "params": {"class": "HighestFirst", "quantum": "10ms"}}
 
 
+class WatchesBarriers:
+    """The default decisions, noting the threads it sees waiting at a barrier."""
+
+    def __init__(self):
+        self._blocked = set()
+
+    def pick(self, core, state):
+        self._blocked |= {t["task"] for t in state["tasks"] if t["state"] == "blocked"}
+        assert all(t["task"] not in q for q in state["queues"] for t in state["tasks"] if t["state"] == "blocked")
+        return state["queues"][core][0] if state["queues"][core] else None
+
+
+def test_a_python_scheduler_sees_threads_waiting_at_a_barrier():
+    # Two EP threads, the second on a node whose memory is remote: the first
+    # waits for it at every barrier, off every queue.
+    policy = WatchesBarriers()
+    cachesched.simulate({
+        "machine": {"sockets": 2, "cores_per_socket": 1, "l2": False, "llc": False, "tlb": False,
+                    "memory": {"placement": {"bind": 0}, "latency_cycles": 20, "remote_latency_cycles": 200}},
+        "tasks": [{"count": 2, "asid": 1, "workload": {"kind": "ep", "params": {
+            "threads": 2, "pairs": 4096, "batch": 512, "iterations": 2, "accesses": 1 << 40}}}],
+        "scheduler": {"kind": "python"}}, scheduler=policy)
+    assert policy._blocked == {0}
+
+
 class PileThenSpread:
     """Place every task on core 0; at each tick move one waiting task to an idle core."""
 

@@ -75,6 +75,7 @@ fn state(py: Python<'_>, ctx: &SchedCtx) -> PyResult<Py<PyAny>> {
         let (state, core) = match t.state {
             TaskState::Waiting(c) => ("waiting", Some(c.0)),
             TaskState::Running(c) => ("running", Some(c.0)),
+            TaskState::Blocked => ("blocked", None),
             TaskState::Finished => ("finished", None),
         };
         row.set_item("task", i)?;

@@ -60,17 +60,36 @@ impl Engine {
                 thread: spec.thread,
             };
             let mut workload = spec.workload.build(&ctx)?;
-            if own_threads {
+            // A thread that meets barriers stays here: they do not travel
+            // through a producer's batches.
+            if own_threads && !workload.synchronizes() {
                 workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
             }
             workloads.push(workload);
         }
         if pooled {
             let batch = 2 * run.batch as usize;
-            workloads = Prefetched::pooled(workloads, host_cpus - 1, batch)?
-                .into_iter()
-                .map(|p| Box::new(p) as Box<dyn crate::trace::Workload>)
-                .collect();
+            let (synced, free): (Vec<_>, Vec<_>) =
+                workloads.into_iter().enumerate().partition(|(_, w)| w.synchronizes());
+            let (at, free): (Vec<usize>, Vec<_>) = free.into_iter().unzip();
+            let pooled = Prefetched::pooled(free, host_cpus - 1, batch)?;
+            let mut all: Vec<(usize, Box<dyn crate::trace::Workload>)> = synced;
+            all.extend(at.into_iter().zip(pooled.into_iter().map(|p| Box::new(p) as Box<dyn crate::trace::Workload>)));
+            all.sort_by_key(|(i, _)| *i);
+            workloads = all.into_iter().map(|(_, w)| w).collect();
+        }
+        // The threads of one process (one asid) that meet at barriers.
+        let mut groups: Vec<Vec<TaskId>> = Vec::new();
+        let mut group_of = vec![None; n];
+        for (i, _) in workloads.iter().enumerate().filter(|(_, w)| w.synchronizes()) {
+            let asid = config.tasks[i].info.asid;
+            let found = groups.iter().position(|g| config.tasks[g[0].0 as usize].info.asid == asid);
+            let g = found.unwrap_or_else(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(TaskId(i as u32));
+            group_of[i] = Some(g);
         }
         let mut tasks = Vec::with_capacity(n);
         for (i, (spec, workload)) in config.tasks.iter().zip(workloads).enumerate() {
@@ -91,6 +110,12 @@ impl Engine {
                 window: None,
                 schedule: None,
                 published: None,
+                group: group_of[i],
+                crossed: 0,
+                arrived: 0,
+                arrived_at: 0,
+                blocked: false,
+                resume: false,
             });
         }
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();
@@ -116,7 +141,8 @@ impl Engine {
             && mechanisms.is_empty()
             && run.max_accesses.is_none()
             && config.config.stats.interval.is_none()
-            && config.config.stats.window.is_none();
+            && config.config.stats.window.is_none()
+            && groups.is_empty();
         Ok(Engine {
             memory_limit: footprint::limit(&config.config),
             base_cpi: config.config.machine.base_cpi,
@@ -145,6 +171,7 @@ impl Engine {
             windows: Vec::new(),
             slices: Vec::new(),
             slice_marks: Vec::new(),
+            groups,
         })
     }
 }

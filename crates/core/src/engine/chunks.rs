@@ -39,6 +39,18 @@ pub(super) struct TaskRun {
     /// The switch-miss estimate a mechanism published last for the task
     /// (the schedulers see it from its next switch-out on).
     pub(super) published: Option<Estimate>,
+    /// Its process's barrier group, if its threads meet at barriers.
+    pub(super) group: Option<usize>,
+    /// Barriers it has arrived at.
+    pub(super) crossed: u64,
+    /// Barriers the last fill crossed, not yet arrived at.
+    pub(super) arrived: u64,
+    /// When it arrived at its last barrier (once released: when it may go on).
+    pub(super) arrived_at: u64,
+    /// It waits at a barrier (its core will switch it out).
+    pub(super) blocked: bool,
+    /// It was released before its core switched it out: it goes on.
+    pub(super) resume: bool,
 }
 
 /// What running a chunk needs of the run's settings.
@@ -57,12 +69,14 @@ impl TaskRun {
     /// `limit`.
     pub(super) fn refill(&mut self, core: &mut CoreRun, limit: Option<u64>) -> Result<bool> {
         let limited = limit.is_some_and(|m| self.accesses >= m);
-        if !limited && self.pos == self.len {
+        // Not past barriers it has not arrived at yet (a last, empty fill's).
+        if !limited && self.pos == self.len && self.arrived == 0 {
             self.len = self.workload.fill_vec(&mut self.buf)?;
             self.most_instrs = self.workload.most_instrs();
+            self.arrived = self.workload.barriers();
             self.pos = 0;
         }
-        if limited || self.len == 0 {
+        if limited || (self.len == 0 && self.arrived == 0) {
             self.ended = true;
             core.pending = true;
             return Ok(false);
@@ -190,6 +204,14 @@ impl Engine {
         }
         let ti = task.0 as usize;
         if !self.tasks[ti].refill(&mut self.cores[c], self.views[ti].spec.max_accesses)? {
+            return Ok(());
+        }
+        let crossed = std::mem::take(&mut self.tasks[ti].arrived);
+        if crossed > 0 && self.arrive(c, task, crossed)? {
+            return Ok(());
+        }
+        if self.tasks[ti].pos == self.tasks[ti].len {
+            // Its last fill was empty after barriers: the next one ends it.
             return Ok(());
         }
         let ctx = self.step_ctx();

@@ -27,6 +27,7 @@
 //! on separate threads between decisions); this file holds the run loop and
 //! the scheduling decisions and events.
 
+mod barriers;
 mod build;
 mod chunks;
 mod planner;
@@ -149,6 +150,8 @@ pub struct Engine {
     /// Per row of `slices` with attributed LLC misses, the marks of its
     /// switch-induced misses at its start and end.
     slice_marks: Vec<(usize, usize, usize)>,
+    /// The threads of each process whose threads meet at barriers.
+    groups: Vec<Vec<TaskId>>,
 }
 
 impl Engine {
@@ -369,6 +372,8 @@ impl Engine {
                     self.cores[c].pending = true;
                     self.move_task(m.task, m.to, Timing::Live)?;
                 }
+                // It goes back to the queue it left when it is released.
+                TaskState::Blocked => {}
                 TaskState::Finished => {
                     let message = format!("scheduler '{}' moved task {}, which has finished", self.policy(), m.task);
                     return Err(Error::Simulation(message));
@@ -452,12 +457,26 @@ impl Engine {
         let mut requeued = None;
         if let Some(t) = self.running[c] {
             let ti = t.0 as usize;
-            if self.tasks[ti].ended {
+            if self.tasks[ti].blocked {
+                self.switch_out(c, t)?;
+                self.views[ti].state = TaskState::Blocked;
+            } else if std::mem::take(&mut self.tasks[ti].resume) {
+                // Released before it left the core: it goes on when the last arrived.
+                let at = self.tasks[ti].arrived_at;
+                if at > now {
+                    self.idle(c, at - now);
+                }
+                return Ok(());
+            } else if self.tasks[ti].ended {
                 self.switch_out(c, t)?;
                 self.views[ti].state = TaskState::Finished;
                 self.unfinished -= 1;
                 self.close_rows(t, c);
                 self.ask(now, |s, ctx| s.finished(ctx, t))?;
+                // The threads waiting for it at a barrier wait no more.
+                if let Some(g) = self.tasks[ti].group {
+                    self.release(g, now)?;
+                }
             } else {
                 match self.ask(now, |s, ctx| s.expire(ctx, t, core))? {
                     Expiry::Move { to, timing } if to != core => {

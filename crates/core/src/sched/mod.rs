@@ -89,6 +89,9 @@ pub enum TaskState {
     Waiting(CoreId),
     /// Running on a core.
     Running(CoreId),
+    /// Off every core and queue, waiting at a barrier for the other threads
+    /// of its process; back in a queue when they have all arrived.
+    Blocked,
     /// Its workload ended or it reached its reference limit.
     Finished,
 }

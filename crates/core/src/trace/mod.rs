@@ -51,6 +51,22 @@ pub trait Workload: Send {
     fn most_instrs(&self) -> Option<u32> {
         None
     }
+
+    /// Whether the stream is one thread of a process whose threads meet at
+    /// barriers ([`Workload::barriers`]); the engine then keeps it off
+    /// producer threads, where its barriers would not travel.
+    fn synchronizes(&self) -> bool {
+        false
+    }
+
+    /// Barriers the stream crossed before the first access the last fill
+    /// returned: the thread waits at them until every other live thread of
+    /// its process has crossed as many. A last fill of 0 accesses may
+    /// report barriers: the thread waits at them, and the next fill ends
+    /// the stream.
+    fn barriers(&self) -> u64 {
+        0
+    }
 }
 
 /// What a workload needs to know about where it is built.

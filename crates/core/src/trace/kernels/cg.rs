@@ -226,10 +226,12 @@ impl Cg {
         cols.sort_unstable();
     }
 
-    /// Move to the next row of the phase, or to the next phase.
-    fn next_row(&mut self, next: Phase) -> bool {
+    /// Move to the next row of the phase, or, past this thread's last row,
+    /// to the next phase after a barrier.
+    fn next_row(&mut self, next: Phase, out: &mut Out) -> bool {
         self.j += 1;
         if self.j == self.mine.end {
+            out.barrier();
             self.j = self.mine.start;
             let ended = self.phase == Phase::Direction;
             self.phase = next;
@@ -267,14 +269,14 @@ impl Kernel for Cg {
                     self.k0 += self.len;
                     self.k = 0;
                     out.put(&s[Q_STORE], a.q + v);
-                    return self.next_row(Phase::Dot);
+                    return self.next_row(Phase::Dot, out);
                 }
                 false
             }
             Phase::Dot => {
                 out.put(&s[DOT_P], a.p + v);
                 out.put(&s[DOT_Q], a.q + v);
-                self.next_row(Phase::Update)
+                self.next_row(Phase::Update, out)
             }
             Phase::Update => {
                 out.put(&s[UPD_Z], a.z + v);
@@ -283,17 +285,17 @@ impl Kernel for Cg {
                 out.put(&s[UPD_R], a.r + v);
                 out.put(&s[UPD_Q], a.q + v);
                 out.put(&s[UPD_R_STORE], a.r + v);
-                self.next_row(Phase::Rho)
+                self.next_row(Phase::Rho, out)
             }
             Phase::Rho => {
                 out.put(&s[RHO_R], a.r + v);
-                self.next_row(Phase::Direction)
+                self.next_row(Phase::Direction, out)
             }
             Phase::Direction => {
                 out.put(&s[DIR_R], a.r + v);
                 out.put(&s[DIR_P], a.p + v);
                 out.put(&s[DIR_P_STORE], a.p + v);
-                self.next_row(Phase::Spmv)
+                self.next_row(Phase::Spmv, out)
             }
         }
     }

@@ -120,7 +120,13 @@ impl Kernel for Ep {
                 if self.i == self.batch {
                     self.i = 0;
                     self.k += 1;
-                    self.phase = if self.k == self.batches.end { Phase::Reduce } else { Phase::Generate };
+                    self.phase = if self.k == self.batches.end {
+                        // The batch loop's barrier, before the reduction.
+                        out.barrier();
+                        Phase::Reduce
+                    } else {
+                        Phase::Generate
+                    };
                 }
                 false
             }

@@ -150,7 +150,7 @@ impl Ft {
     /// Start the copy-in of the block at `(o, c)` of pass `d`, or the next
     /// pass (or the next iteration) when the pass is over. Returns true
     /// when the iteration ended.
-    fn start_block(&mut self) -> bool {
+    fn start_block(&mut self, out: &mut Out) -> bool {
         loop {
             let p = &self.passes[self.d];
             if self.c >= p.lines {
@@ -166,6 +166,8 @@ impl Ft {
                 (self.stage, self.i0) = (Stage::Evolve, 0);
                 return true;
             }
+            // A pass is a parallel loop over lines: a barrier ends it.
+            out.barrier();
             self.d += 1;
             self.o = self.passes[self.d].outer.start;
             self.c = 0;
@@ -196,10 +198,11 @@ impl Kernel for Ft {
         match self.stage {
             Stage::Evolve => {
                 if self.planes.is_empty() {
+                    out.barrier(); // the end of the evolution
                     self.d = 0;
                     self.o = self.passes[0].outer.start;
                     self.c = 0;
-                    return self.start_block();
+                    return self.start_block(out);
                 }
                 let point = (self.planes.start * self.plane_points + self.i0) * 16;
                 let s = &self.sites;
@@ -209,10 +212,11 @@ impl Kernel for Ft {
                 out.put(&s[EV_U1_STORE], self.u1 + point);
                 self.i0 += 1;
                 if self.i0 == (self.planes.end - self.planes.start) * self.plane_points {
+                    out.barrier(); // the end of the evolution
                     self.d = 0;
                     self.o = self.passes[0].outer.start;
                     self.c = 0;
-                    return self.start_block();
+                    return self.start_block(out);
                 }
                 false
             }
@@ -235,7 +239,7 @@ impl Kernel for Ft {
                     out.put(&self.sites[site + 3], dst);
                     if self.next_copy() {
                         self.c += self.block;
-                        return self.start_block();
+                        return self.start_block(out);
                     }
                     false
                 }

@@ -193,6 +193,7 @@ impl Kernel for Is {
                     out.put(&s[GEN], self.key_array + 4 * self.i);
                     self.i += 1;
                 } else {
+                    out.barrier();
                     (self.phase, self.i) = (Phase::Zero, 0);
                 }
                 false
@@ -213,6 +214,8 @@ impl Kernel for Is {
                     out.put(&s[CNT_SIZE_STORE], self.size_at(self.t, b));
                     self.i += 1;
                 } else {
+                    // The counting loop's barrier: the pointers read every thread's counts.
+                    out.barrier();
                     (self.phase, self.b, self.k) = (Phase::Pointers, 0, 0);
                 }
                 false
@@ -250,6 +253,8 @@ impl Kernel for Is {
                     self.i += 1;
                     false
                 } else {
+                    // The scatter loop's barrier: ranking reads every thread's keys.
+                    out.barrier();
                     self.rank_bucket(self.t)
                 }
             }

@@ -63,6 +63,9 @@ struct Latency {
 }
 
 impl Kernel for Latency {
+    /// memlat's threads chase their regions on their own.
+    const BARRIERS: bool = false;
+
     fn step(&mut self, out: &mut Out) -> bool {
         let r = &mut self.regions[self.current];
         let n = (self.left as usize).min(STEP_MAX) as u64;

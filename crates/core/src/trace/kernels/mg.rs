@@ -209,6 +209,8 @@ impl Kernel for Mg {
                 return false;
             }
         }
+        // Each operator is a parallel loop over planes: a barrier ends it.
+        out.barrier();
         let next = (self.op + 1) % self.ops.len();
         self.start(next);
         next == 0

@@ -18,17 +18,18 @@
 //! own block of that address space. [`check_process`] rejects entries whose
 //! `count` or `asid` does not describe such a process.
 //!
-//! **Barriers are not simulated.** Each thread runs its own share of phase
-//! after phase without waiting for the others; the engine interleaves them
-//! by their clocks, and the partitions are balanced, so threads on their own
-//! cores stay close to each other, but a descheduled thread falls behind
-//! instead of holding the others at the next barrier.
+//! **Barriers.** A kernel calls [`Out::barrier`] where a parallel loop of
+//! the program ends, and the end of an iteration is one; the [`Driver`]
+//! stops a fill at a barrier and reports it with the next
+//! ([`Workload::barriers`]), and the engine holds a thread there until the
+//! other threads of its process arrive (`engine/barriers.rs`). Every
+//! thread meets the same barriers, its share of a phase empty or not.
 //!
 //! **Initialisation.** With `init = "parallel"` or `"serial"`, a thread
 //! first writes its share (or, for thread 0, all) of the kernel's shared
 //! arrays ([`Init`]), so that first-touch placement starts from the state
 //! the program would leave; in the serial case the other threads spin on a
-//! flag for a fixed number of loads, the stand-in for the barrier.
+//! flag for a number of loads, then wait at the barrier that ends it.
 //!
 //! **Determinism.** Everything random (a matrix's columns, keys, random
 //! numbers) is a hash of the run's seed, the kernel's kind and the index of
@@ -107,8 +108,8 @@ macro_rules! kernel_params {
             /// others wait).
             pub init: $crate::trace::kernels::InitMode,
             /// With `init = "serial"`, spin loads each waiting thread makes
-            /// per store of thread 0's initialisation (default 8): the
-            /// stand-in for the barrier that ends it.
+            /// per store of thread 0's initialisation (default 8), as a
+            /// runtime spins before it blocks at the barrier that ends it.
             pub init_spin: u32,
         }
 
@@ -353,15 +354,24 @@ pub(crate) fn lay_out_sites<const N: usize>(code_base: u64, table: &[SiteSpec; N
     (sites, at * INSTRUCTION_BYTES)
 }
 
-/// The accesses of one step.
+/// The accesses of one step, and the barriers that follow them.
 pub(crate) struct Out {
     buf: [Access; STEP_MAX],
     len: usize,
+    barriers: u64,
 }
 
 impl Out {
     fn new() -> Out {
-        Out { buf: [Access::default(); STEP_MAX], len: 0 }
+        Out { buf: [Access::default(); STEP_MAX], len: 0, barriers: 0 }
+    }
+
+    /// This step ends a parallel phase: every thread waits for the others
+    /// after its accesses (the implicit barrier of an OpenMP work-sharing
+    /// loop). A step that ends several phases calls it once for each.
+    #[inline]
+    pub fn barrier(&mut self) {
+        self.barriers += 1;
     }
 
     /// Append an access of `site` at `addr`.
@@ -381,9 +391,15 @@ impl Out {
 /// One thread of a kernel, advanced one innermost-loop iteration at a time.
 pub(crate) trait Kernel: Send + 'static {
     /// Append the accesses of the next step (at most [`STEP_MAX`], possibly
-    /// none) to `out`. Returns true when this step ended an iteration of
-    /// the kernel's main loop; the next call starts the next iteration.
+    /// none) to `out`, and call [`Out::barrier`] when the step ends a
+    /// parallel phase. Returns true when this step ended an iteration of
+    /// the kernel's main loop (which is a barrier too); the next call
+    /// starts the next iteration. Every thread must meet the same
+    /// barriers, its share of a phase empty or not.
     fn step(&mut self, out: &mut Out) -> bool;
+
+    /// Whether the threads meet at barriers (false: they run on their own).
+    const BARRIERS: bool = true;
 }
 
 /// The initialisation a thread runs before the first iteration: stores
@@ -395,6 +411,8 @@ pub(crate) struct Init {
     spin: Site,
     flag: u64,
     spins: u64,
+    /// Whether a barrier ends it (any `init` but `"none"`).
+    barrier: bool,
 }
 
 impl Init {
@@ -408,7 +426,8 @@ impl Init {
         };
         let stores: Vec<Site> = shared.iter().map(|a| site(AccessKind::Store, a.elem, INIT_STORE_INSTRS)).collect();
         let spin = site(AccessKind::Load, 8, SPIN_INSTRS);
-        let mut init = Init { arrays: Vec::new(), array: 0, spin, flag, spins: 0 };
+        let barrier = common.init != InitMode::None;
+        let mut init = Init { arrays: Vec::new(), array: 0, spin, flag, spins: 0, barrier };
         let (t, count) = (thread.index, thread.count);
         for (a, store) in shared.iter().zip(stores) {
             let part = match common.init {
@@ -468,14 +487,31 @@ pub(crate) struct Driver<K: Kernel> {
     iterations_left: u64,
     active: bool,
     done: bool,
+    /// Threads that meet at barriers: barriers only above 1.
+    threads: u32,
+    /// Barriers met after the last access handed out, reported with the next fill.
+    pending: u64,
+    /// Barriers before the first access of the last fill.
+    crossed: u64,
 }
 
 impl<K: Kernel> Workload for Driver<K> {
     fn fill(&mut self, buf: &mut [Access]) -> Result<usize> {
         let want = (buf.len() as u64).min(self.remaining) as usize;
+        let sync = self.threads > 1;
+        self.crossed = std::mem::take(&mut self.pending);
         let mut n = 0;
         while n < want {
             if self.pos == self.out.len {
+                let met = std::mem::take(&mut self.out.barriers);
+                if sync && met > 0 {
+                    // The accesses after a barrier go in the next fill.
+                    if n > 0 {
+                        self.pending += met;
+                        break;
+                    }
+                    self.crossed += met;
+                }
                 if self.done {
                     break;
                 }
@@ -485,11 +521,17 @@ impl<K: Kernel> Workload for Driver<K> {
                     if init.step(&mut self.out) {
                         continue;
                     }
+                    // An initialisation ends with a barrier (the spin loads
+                    // before it are the runtime spinning before it blocks).
+                    self.out.barriers = init.barrier as u64;
                     self.init = None;
+                    continue;
                 }
                 let ended = self.kernel.step(&mut self.out);
                 self.active |= self.out.len > 0;
                 if ended {
+                    // The end of an iteration is a barrier, if the step did not already end a phase.
+                    self.out.barriers = self.out.barriers.max(1);
                     self.iterations_left -= 1;
                     self.done = !self.active || self.iterations_left == 0;
                     self.active = false;
@@ -510,6 +552,14 @@ impl<K: Kernel> Workload for Driver<K> {
     fn len_hint(&self) -> Option<u64> {
         self.total
     }
+
+    fn synchronizes(&self) -> bool {
+        self.threads > 1
+    }
+
+    fn barriers(&self) -> u64 {
+        self.crossed
+    }
 }
 
 /// Box a validated kernel with its driver.
@@ -529,6 +579,9 @@ pub(crate) fn drive<K: Kernel>(kernel: K, init: Init, common: &Common, length: L
         iterations_left,
         active: false,
         done: false,
+        threads: if K::BARRIERS { common.threads } else { 1 },
+        pending: 0,
+        crossed: 0,
     })
 }
 

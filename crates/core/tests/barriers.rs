@@ -68,6 +68,12 @@ fn every_thread_meets_the_barriers_of_its_kernels_parallel_loops() {
         ("is", json!({"keys": 4096, "max_key": 1024, "buckets": 16, "iterations": 2, "accesses": big}), 1 + 2 * 3),
         // FT: the evolution and the three passes.
         ("ft", json!({"nx": 8, "ny": 8, "nz": 8, "iterations": 2, "accesses": big}), 2 * 4),
+        // BT: compute_rhs, the x, y and z solves, add.
+        ("bt", json!({"grid": 4, "iterations": 2, "accesses": big}), 2 * 5),
+        // SP: BT's passes and the four pointwise transforms between them.
+        ("sp", json!({"grid": 4, "iterations": 2, "accesses": big}), 2 * 9),
+        // LU: rhs, a barrier per plane of each sweep (4 planes), the update.
+        ("lu", json!({"grid": 4, "iterations": 2, "accesses": big}), 2 * (1 + 4 + 4 + 1)),
     ];
     for (kernel, params, expected) in cases {
         let threads = streams(kernel, params.clone(), 3);

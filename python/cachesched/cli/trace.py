@@ -137,7 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=cmd_trace_info)
     gen = tsub.add_parser("gen", help="write a synthetic workload's stream to a .cst file")
-    gen.add_argument("kind", help="stream, uniform, zipf, chase, loop, phases, mix (docs/workloads.md), or a one-thread kernel: cg, mg, ft, is, ep, latency (docs/kernels.md)")
+    gen.add_argument("kind", help="stream, uniform, zipf, chase, loop, phases, mix (docs/workloads.md), or a "
+                                  "one-thread kernel: cg, mg, ft, is, ep, bt, sp, lu, latency (docs/kernels.md)")
     gen.add_argument("-o", "--output", required=True, help="trace file to write")
     gen.add_argument("--accesses", type=POSITIVE, help="length of the stream")
     gen.add_argument("--param", action="append", metavar="KEY=VALUE",

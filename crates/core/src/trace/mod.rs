@@ -137,6 +137,9 @@ crate::register! {
     "ft" => Ft(kernels::ft::FtParams),
     "is" => Is(kernels::is::IsParams),
     "ep" => Ep(kernels::ep::EpParams),
+    "bt" => Bt(kernels::bt::BtParams),
+    "sp" => Sp(kernels::sp::SpParams),
+    "lu" => Lu(kernels::lu::LuParams),
     "latency" => Latency(kernels::latency::LatencyParams),
 }
 

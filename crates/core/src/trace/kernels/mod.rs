@@ -43,12 +43,16 @@
 //! loop body is a [`Site`] with its own pc, size and instruction count, laid
 //! out from `code_base` as the `loop` generator lays out its sites.
 
+pub(crate) mod adi;
+pub mod bt;
 pub mod cg;
 pub mod ep;
 pub mod ft;
 pub mod is;
 pub mod latency;
+pub mod lu;
 pub mod mg;
+pub mod sp;
 
 use std::ops::Range;
 
@@ -264,6 +268,9 @@ pub fn threads_of(config: &WorkloadConfig) -> Option<u32> {
         WorkloadConfig::Ft(p) => p.threads,
         WorkloadConfig::Is(p) => p.threads,
         WorkloadConfig::Ep(p) => p.threads,
+        WorkloadConfig::Bt(p) => p.threads,
+        WorkloadConfig::Sp(p) => p.threads,
+        WorkloadConfig::Lu(p) => p.threads,
         WorkloadConfig::Latency(p) => p.threads,
         _ => return None,
     })
@@ -713,7 +720,7 @@ mod tests {
     use crate::plugin::PluginConfig;
     use serde_json::json;
 
-    const KERNELS: [&str; 6] = ["cg", "mg", "ft", "is", "ep", "latency"];
+    const KERNELS: [&str; 9] = ["cg", "mg", "ft", "is", "ep", "bt", "sp", "lu", "latency"];
 
     #[test]
     fn shares_are_openmp_static_blocks_covering_each_iteration_once() {
@@ -760,6 +767,7 @@ mod tests {
             "ft" => json!({"nx": 8, "ny": 8, "nz": 8, "fft_block": 4}),
             "is" => json!({"keys": 4096, "max_key": 1024, "buckets": 16}),
             "ep" => json!({"pairs": 4096, "batch": 256}),
+            "bt" | "sp" | "lu" => json!({"grid": 6}),
             "latency" => json!({"region_bytes": "16KiB", "visit_accesses": 512, "shared": true}),
             _ => unreachable!(),
         };

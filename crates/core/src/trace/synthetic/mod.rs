@@ -53,6 +53,9 @@ pub(crate) fn build_nested(config: &WorkloadConfig, ctx: &WorkloadCtx) -> Result
         WorkloadConfig::Ft(p) => p.build_with(ctx, endless),
         WorkloadConfig::Is(p) => p.build_with(ctx, endless),
         WorkloadConfig::Ep(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Bt(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Sp(p) => p.build_with(ctx, endless),
+        WorkloadConfig::Lu(p) => p.build_with(ctx, endless),
         WorkloadConfig::Latency(p) => p.build_with(ctx, endless),
         WorkloadConfig::Trace(p) => p.build(ctx),
     }

@@ -103,9 +103,13 @@ def test_a_serial_initialisation_puts_every_page_on_thread_0s_node():
     r = cachesched.simulate(numa_cg("serial"))
     pages = dict(zip(r.memory.node, r.memory.pages))
     # The 115 data pages are first touched by thread 0 (socket 0); the
-    # others spin on a flag in one more page until it is done.
-    assert sum(pages.values()) == CG_PAGES + 1
-    assert pages[0] >= CG_PAGES
+    # others wait at the barrier until it is done.
+    assert pages == {0: CG_PAGES, 1: 0}
+    # Spinning first, they touch one more page: the flag's.
+    spinning = numa_cg("serial")
+    spinning["tasks"][0]["workload"]["params"]["init_spin"] = 2
+    m = cachesched.simulate(spinning).memory.set_index("node")
+    assert m.pages.sum() == CG_PAGES + 1 and m.pages[0] >= CG_PAGES
     # A parallel initialisation splits the pages between the nodes of the
     # threads that own them.
     r = cachesched.simulate(numa_cg("parallel"))

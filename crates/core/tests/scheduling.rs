@@ -866,3 +866,49 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn bound_copies_get_a_core_each_spread_over_the_sockets_or_packed() {
+    let affinity = |bind: &str, count: u32| -> Vec<u32> {
+        let c = valid(
+            json!({"machine": flat_machine(6, 4), "tasks": [{"count": count, "bind": bind, "workload": stream(10, 0)}]}),
+        );
+        c.tasks
+            .iter()
+            .map(|t| {
+                t.info
+                    .affinity
+                    .as_ref()
+                    .map(|a| {
+                        assert_eq!(a.len(), 1);
+                        a[0].0
+                    })
+                    .unwrap()
+            })
+            .collect()
+    };
+    // The study's 12 threads on 6 boards of 4: two per board, round-robin.
+    assert_eq!(affinity("spread", 12), [0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21]);
+    assert_eq!(affinity("packed", 5), [0, 1, 2, 3, 4]);
+    // And they run there.
+    let r = run(
+        json!({"machine": flat_machine(2, 2), "tasks": [{"count": 2, "bind": "spread", "workload": stream(1000, 0)}]}),
+    );
+    let busy: Vec<u32> = r.cores.iter().filter(|c| c.cycles > c.idle_cycles).map(|c| c.core).collect();
+    assert_eq!(busy, [0, 2]);
+}
+
+#[test]
+fn binding_more_copies_than_cores_or_with_an_affinity_is_a_config_error() {
+    let issues =
+        |task: Value| match config::from_json_str(&json!({"machine": flat_machine(1, 2), "tasks": [task]}).to_string())
+        {
+            Err(cachesched_core::Error::Config(i)) => i.into_iter().map(|i| (i.loc, i.message)).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+    let found = issues(json!({"count": 3, "bind": "spread", "workload": stream(10, 0)}));
+    assert_eq!(found[0].0, "tasks[0].bind");
+    assert!(found[0].1.contains("3 copies bound one to a core, but the machine has 2 core(s)"), "{found:?}");
+    let found = issues(json!({"count": 2, "bind": "packed", "affinity": [0], "workload": stream(10, 0)}));
+    assert_eq!(found[0], ("tasks[0].bind".to_string(), "give bind or affinity, not both".to_string()));
+}

@@ -216,7 +216,6 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     let mut config: SimConfig = parse_at(&value, "")?;
     let mut issues = Issues::default();
     config.machine.validate("machine", &mut issues);
-    let cores = config.machine.cores();
     let tasks = match (&mut config.workload, &mut config.tasks) {
         (Some(_), Some(_)) => {
             issues.push("tasks", "invalid_value", "give either a [workload] (one task) or [[tasks]], not both");
@@ -230,7 +229,10 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
             }
             None => Vec::new(),
         },
-        (None, Some(entries)) => tasks::expand(entries, "tasks", cores, &mut issues),
+        (None, Some(entries)) => {
+            let shape = (config.machine.sockets, config.machine.cores_per_socket);
+            tasks::expand(entries, "tasks", shape, &mut issues)
+        }
         (None, None) => {
             let message = "missing the workload: add a [workload] table with a kind, or [[tasks]]";
             issues.push("workload", "missing_field", message);

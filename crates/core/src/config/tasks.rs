@@ -39,6 +39,9 @@ pub struct TaskParams {
     /// Cores the task may run on; default all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Vec<u32>>,
+    /// Bind each copy to a core of its own (instead of `affinity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<Bind>,
     /// Stop the task after this many of its references (warm-up included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_accesses: Option<u64>,
@@ -46,6 +49,28 @@ pub struct TaskParams {
 
 fn one() -> u32 {
     1
+}
+
+/// How the copies of an entry are bound, one to a core (`bind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bind {
+    /// Copy `i` on socket `i mod sockets`, its `(i / sockets)`-th core: the
+    /// threads spread round-robin over the sockets, as the page-migration
+    /// study binds its 12 threads, 2 to each of 6 boards.
+    Spread,
+    /// Copy `i` on core `i`.
+    Packed,
+}
+
+impl Bind {
+    /// The core of copy `i` on `sockets` sockets of `per_socket` cores.
+    pub fn core(self, i: u32, sockets: u32, per_socket: u32) -> u32 {
+        match self {
+            Bind::Spread => (i % sockets) * per_socket + i / sockets,
+            Bind::Packed => i,
+        }
+    }
 }
 
 /// One task after expansion: what its scheduler knows of it, and its
@@ -82,7 +107,13 @@ pub fn single(workload: WorkloadConfig) -> TaskSpec {
 
 /// Expand `[[tasks]]` entries found at `loc` for a machine of `cores` cores,
 /// recording every problem; each entry's workload gets its defaults filled in.
-pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Issues) -> Vec<TaskSpec> {
+pub fn expand(
+    entries: &mut [TaskParams],
+    loc: &str,
+    (sockets, per_socket): (u32, u32),
+    issues: &mut Issues,
+) -> Vec<TaskSpec> {
+    let cores = sockets.saturating_mul(per_socket);
     if entries.is_empty() {
         issues.push(loc, "out_of_range", "no tasks: give at least one [[tasks]] entry");
     }
@@ -127,6 +158,15 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
             sorted.dedup();
             sorted
         });
+        if entry.bind.is_some() {
+            issues.check(entry.affinity.is_none(), field("bind"), "invalid_value", "give bind or affinity, not both");
+            issues.check(
+                entry.count <= cores,
+                field("bind"),
+                "out_of_range",
+                format!("{} copies bound one to a core, but the machine has {cores} core(s)", entry.count),
+            );
+        }
         let Some(workload) = issues.absorb(WorkloadConfig::parse(&entry.workload, &field("workload"))) else {
             continue;
         };
@@ -151,7 +191,10 @@ pub fn expand(entries: &mut [TaskParams], loc: &str, cores: u32, issues: &mut Is
                     name,
                     asid: Asid(asid),
                     vm: entry.vm,
-                    affinity: affinity.clone(),
+                    affinity: match entry.bind {
+                        Some(b) if entry.count <= cores => Some(vec![CoreId(b.core(copy, sockets, per_socket))]),
+                        _ => affinity.clone(),
+                    },
                     max_accesses: entry.max_accesses,
                     loc: at.clone(),
                 },

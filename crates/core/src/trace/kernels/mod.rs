@@ -112,8 +112,9 @@ macro_rules! kernel_params {
             /// others wait).
             pub init: $crate::trace::kernels::InitMode,
             /// With `init = "serial"`, spin loads each waiting thread makes
-            /// per store of thread 0's initialisation (default 8), as a
-            /// runtime spins before it blocks at the barrier that ends it.
+            /// per store of thread 0's initialisation (default 0: they wait
+            /// at the barrier that ends it), as a runtime spins before it
+            /// blocks.
             pub init_spin: u32,
         }
 
@@ -127,7 +128,7 @@ macro_rules! kernel_params {
                     base_addr: $crate::trace::synthetic::common::DEFAULT_BASE_ADDR,
                     code_base: $crate::trace::synthetic::common::DEFAULT_CODE_BASE,
                     init: $crate::trace::kernels::InitMode::None,
-                    init_spin: 8,
+                    init_spin: 0,
                 }
             }
         }
@@ -891,7 +892,9 @@ mod tests {
     #[test]
     fn a_serial_initialisation_is_thread_0s_while_the_others_spin() {
         let plain = threads("cg", &cg_init("none"), 1);
-        let init = threads("cg", &cg_init("serial"), 1);
+        let mut spinning = cg_init("serial");
+        spinning["init_spin"] = json!(8);
+        let init = threads("cg", &spinning, 1);
         let total: u64 = CG_ARRAYS.iter().map(|a| a.2).sum();
         let flag = B + 0xB000;
         // Thread 0 stores every element, in array order.
@@ -907,10 +910,11 @@ mod tests {
             assert!(init[t][..spins].iter().all(|a| a.addr.0 == flag && a.kind == AccessKind::Load));
             assert_eq!(init[t][spins..], plain[t][..]);
         }
-        // init_spin sets the wait.
+        // init_spin sets the spinning; by default the others only wait at the barrier.
         let mut p = cg_init("serial");
         p["init_spin"] = json!(2);
         assert_eq!(thread("cg", &p, 1, 1, 3).len() - plain[1].len(), 2 * total as usize);
+        assert_eq!(thread("cg", &cg_init("serial"), 1, 1, 3), plain[1]);
     }
 
     #[test]
@@ -952,7 +956,7 @@ mod tests {
             max_accesses: None,
         }];
         let mut issues = Issues::default();
-        let specs = expand(&mut entries, "tasks", 8, &mut issues);
+        let specs = expand(&mut entries, "tasks", (1, 8), &mut issues);
         match issues.finish() {
             Ok(()) => {
                 // Copies are the threads, in order.

@@ -254,7 +254,7 @@ impl MachineParams {
 
     /// Total cores.
     pub fn cores(&self) -> u32 {
-        self.sockets * self.cores_per_socket
+        self.sockets.saturating_mul(self.cores_per_socket)
     }
 
     /// NUMA nodes.

@@ -953,6 +953,7 @@ mod tests {
             asid,
             vm: None,
             affinity: None,
+            bind: None,
             max_accesses: None,
         }];
         let mut issues = Issues::default();

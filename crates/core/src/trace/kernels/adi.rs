@@ -1,8 +1,8 @@
 //! What NAS BT, SP and LU share: a cube of `grid`^3 points of 5 doubles
 //! (40 bytes) each, in arrays `u` (the solution), `rhs` (the right-hand
-//! side, LU's `rsd`) and `forcing`, point `(k, j, i)` at `((k * n + j) * n
-//! + i) * 40` from an array's start; and the passes of an iteration, each a
-//! parallel loop that ends with a barrier:
+//! side, LU's `rsd`) and `forcing`, point `(k, j, i)` at
+//! `((k * n + j) * n + i) * 40` from an array's start; and the passes of an
+//! iteration, each a parallel loop that ends with a barrier:
 //!
 //! - [`Pass::Points`]: every point of the thread's planes `k` (OpenMP static
 //!   blocks of `k`), `j` then `i` inner;

@@ -12,7 +12,7 @@ from .errors import (CacheschedError, ConfigError, InternalError, RecordError, R
                      TraceError)
 from .missratio import mrc
 from .results import Results
-from .simulate import simulate
+from .simulate import replay, simulate
 from .sweep import run as run_sweep
 
 __version__ = _core.__version__
@@ -30,6 +30,7 @@ __all__ = [
     "presets",
     "resolve",
     "run_sweep",
+    "replay",
     "simulate",
     "__version__",
 ]

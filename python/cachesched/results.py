@@ -254,7 +254,7 @@ class Results:
                 row[f"{kind}_misses"] = c["misses"][i]
                 row[f"{kind}_compulsory"] = c["compulsory"][i]
             for key in ("fills", "evictions", "dirty_evictions", "back_invalidations", "bypasses", "flushed",
-                        "prefetch_useful", "prefetch_unused", "migrated_in", "migrated_dropped", "migrated_useful",
+                        "coherence_invalidations", "coherence_cleans", "prefetch_useful", "prefetch_unused", "migrated_in", "migrated_dropped", "migrated_useful",
                         "migrated_unused"):
                 row[key] = c[key]
             rows.append(row)
@@ -271,6 +271,18 @@ class Results:
         those by other nodes' cores and caches), frames allocated."""
         return pd.DataFrame(self._data["memory"],
                             columns=["node", "reads", "writes", "pages", "remote_reads", "remote_writes"])
+
+    @property
+    def traffic(self) -> pd.DataFrame:
+        """One row per requesting core and home node: the interconnect
+        transactions of a run whose threads share an address space under
+        coherence (``read_shared``, ``read_own``, ``upgrade``, ``writeback``,
+        and ``cache_to_cache``, the reads and read-to-owns another cache
+        served; ``sampled``, those the interconnect sampler recorded; see
+        docs/numa.md). Empty for other runs."""
+        return pd.DataFrame(self._data.get("traffic", []),
+                            columns=["core", "node", "read_shared", "read_own", "upgrade", "writeback",
+                                     "cache_to_cache", "sampled"])
 
     @property
     def mechanisms(self) -> pd.DataFrame:
@@ -297,6 +309,8 @@ class Results:
         tables = {"tasks": self.tasks, "cores": self.cores, "levels": self.levels, "intervals": self.intervals,
                   "windows": self.windows, "slices": self.slices, "events": self.events, "caches": self.caches, "tlbs": self.tlbs,
                   "memory": self.memory}
+        if self._data.get("traffic"):
+            tables["traffic"] = self.traffic
         if self._data.get("mechanisms"):
             tables["mechanisms"] = self.mechanisms
         return tables

@@ -100,3 +100,28 @@ def simulate(
         if close:
             close()
     return Results.from_json(text)
+
+
+KINDS = {"load": 0, "store": 1, "ifetch": 2}
+
+
+def replay(machine: Mapping[str, Any], accesses: list[tuple[int, str, int]], *, seed: int = 0) -> dict[str, Any]:
+    """Run ``accesses``, ``(core, kind, address)`` with kind ``"load"``,
+    ``"store"`` or ``"ifetch"``, in this order on ``machine`` (a ``machine``
+    table, preset and all), as threads of one address space: core ``c``'s
+    references are task ``c``'s, with coherence unless ``coherence =
+    "none"``. No scheduler and no clocks: the interleaving is the one given.
+    Returns ``caches`` (per cache: ``path`` and ``lines``, each a pair of
+    physical line number and dirty bit), ``traffic`` (per core and home
+    node: the interconnect transactions, see docs/numa.md) and ``memory``
+    (per node)."""
+    import json
+
+    try:
+        kinds = [KINDS[k] for _, k, _ in accesses]
+    except KeyError as e:
+        raise ConfigError.single("accesses", "invalid_value",
+                                 f"unknown kind {e.args[0]!r}; expected load, store or ifetch") from None
+    out = _core.machine_replay(json.dumps({"machine": dict(machine)}), [c for c, _, _ in accesses], kinds,
+                               [a for _, _, a in accesses], seed)
+    return json.loads(out)

@@ -14,6 +14,7 @@ use serde::{Serialize, Serializer};
 use crate::counters::{Counts, Level, Mpki, NodeStats, PerLevel, TaskStats};
 use crate::events::{EventRecord, Locality, Timing};
 use crate::mem::cache::CacheStats;
+use crate::mem::machine::Traffic;
 use crate::mem::tlb::TlbStats;
 
 fn ratio(a: f64, b: u64) -> f64 {
@@ -391,6 +392,11 @@ pub struct Results {
     pub tlbs: Vec<TlbResult>,
     /// Per NUMA node.
     pub memory: Vec<NodeStats>,
+    /// Per requesting core and home node: the interconnect transactions,
+    /// when coherence was on (threads sharing an address space; none:
+    /// left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub traffic: Vec<Traffic>,
     /// Per mechanism, in the order of `mechanisms` (none: left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mechanisms: Vec<MechanismResult>,

@@ -543,16 +543,24 @@ fn sockets_apart_give_what_the_serial_loop_gives() {
         }),
         "four sockets, pinned",
     );
-    // Threads of one process share an address space: never on two sockets
-    // at once apart, so this one runs partly serially.
+    // Threads of one process share an address space: without coherence,
+    // never on two sockets at once apart, so this one runs partly serially.
     let mut threads = apart_tasks(8, 40_000);
     for t in &mut threads[..4] {
         t["asid"] = json!(7);
     }
+    let mut incoherent = apart_machine(2, 2);
+    incoherent["coherence"] = json!("none");
     assert_same_apart(
-        json!({"machine": apart_machine(2, 2), "tasks": threads, "scheduler": balance}),
+        json!({"machine": incoherent, "tasks": threads, "scheduler": balance}),
         "threads sharing an address space",
     );
+    // With coherence a store on one socket removes copies on the other:
+    // nothing runs apart.
+    let config = json!({"machine": apart_machine(2, 2), "tasks": threads, "scheduler": balance});
+    let mut engine = Engine::new(valid(config), None).unwrap();
+    engine.run(&mut |_| Ok(())).unwrap();
+    assert_eq!(engine.accesses_apart(), 0);
 }
 
 /// A single task on the multi-task engine gives exactly what the machine

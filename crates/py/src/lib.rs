@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use cachesched_core::config::{self, presets as shipped};
 use cachesched_core::engine::{Engine, Progress};
 use cachesched_core::error::Error;
+use cachesched_core::mem::machine::Machine;
 use cachesched_core::sched::{Scheduler, SchedulerConfig};
+use cachesched_core::types::{Access, AccessKind, CoreId, VirtAddr};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -112,6 +114,48 @@ fn resolve_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
     })
 }
 
+/// Replay references of several cores in the given order on the machine of
+/// `config_json` (its `machine` table), as threads of one address space;
+/// returns every cache's lines, the interconnect traffic and the memory
+/// nodes' counters as JSON text.
+#[pyfunction]
+#[pyo3(signature = (config_json, cores, kinds, addrs, seed=0))]
+fn machine_replay(
+    py: Python<'_>,
+    config_json: &str,
+    cores: Vec<u32>,
+    kinds: Vec<u8>,
+    addrs: Vec<u64>,
+    seed: u64,
+) -> PyResult<String> {
+    guarded(py, || {
+        let value = serde_json::from_str(config_json)
+            .map_err(|e| to_py_err(py, Error::config("", "invalid_json", format!("not valid JSON: {e}"))))?;
+        let machine = config::machine_from_value(value).map_err(|e| to_py_err(py, e))?;
+        if cores.len() != kinds.len() || cores.len() != addrs.len() {
+            let message =
+                format!("cores, kinds and addrs differ in length: {}, {}, {}", cores.len(), kinds.len(), addrs.len());
+            return Err(to_py_err(py, Error::config("accesses", "invalid_value", message)));
+        }
+        let mut accesses = Vec::with_capacity(cores.len());
+        for (i, ((&core, &kind), &addr)) in cores.iter().zip(&kinds).zip(&addrs).enumerate() {
+            let kind = match kind {
+                0 => AccessKind::Load,
+                1 => AccessKind::Store,
+                2 => AccessKind::Ifetch,
+                k => {
+                    let message = format!("expected 0 (load), 1 (store) or 2 (ifetch), got {k}");
+                    return Err(to_py_err(py, Error::config(format!("accesses[{i}].kind"), "invalid_value", message)));
+                }
+            };
+            let access = Access { addr: VirtAddr(addr), pc: VirtAddr(0), instrs: 1, size: 1, kind };
+            accesses.push((CoreId(core), access));
+        }
+        let replayed = Machine::replay(&machine, seed, &accesses).map_err(|e| to_py_err(py, e))?;
+        Ok(serde_json::to_string(&replayed).expect("a replay serialises to JSON"))
+    })
+}
+
 /// The shipped machine presets: a list of dicts with name, description,
 /// source and the TOML text.
 #[pyfunction]
@@ -134,6 +178,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(machine_replay, m)?)?;
     trace::register(m)?;
     Ok(())
 }

@@ -289,6 +289,20 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
     Ok(valid)
 }
 
+/// Parse and validate the `machine` table of a configuration given as a
+/// JSON value (its preset resolved), without the rest.
+pub fn machine_from_value(mut value: Value) -> Result<MachineParams> {
+    if !value.is_object() {
+        return Err(Error::config("", "invalid_type", "a configuration is a table of keys"));
+    }
+    resolve_machine_preset(&mut value)?;
+    let mut machine: MachineParams = parse_at(&value["machine"], "machine")?;
+    let mut issues = Issues::default();
+    machine.validate("machine", &mut issues);
+    issues.finish()?;
+    Ok(machine)
+}
+
 /// A span of `key` that must count instructions, above zero.
 fn instructions(span: Option<Span>, key: &str, frequency_ghz: f64, issues: &mut Issues) -> Option<u64> {
     let span = span?;

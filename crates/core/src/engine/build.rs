@@ -9,7 +9,7 @@ use super::{CoreRun, Engine, TaskRun, POOLED_TASKS};
 use crate::config::{footprint, ValidConfig};
 use crate::error::Result;
 use crate::mech::Mechanism;
-use crate::mem::machine::Machine;
+use crate::mem::machine::{Machine, Protocol};
 use crate::results::TaskSchedCounts;
 use crate::sched::{Scheduler, TaskView};
 use crate::trace::prefetch::Prefetched;
@@ -34,7 +34,12 @@ impl Engine {
         let seed = config.config.seed;
         let mut machine = Machine::new(&config.config.machine, seed, "machine")?;
         machine.add_tasks(config.tasks.len());
-        machine.set_address_spaces(&config.tasks.iter().map(|t| t.info.asid).collect::<Vec<_>>());
+        let asids: Vec<_> = config.tasks.iter().map(|t| t.info.asid).collect();
+        machine.set_address_spaces(&asids);
+        let shared = asids.iter().enumerate().any(|(i, a)| asids[..i].contains(a));
+        if (shared || machine.has_sampler()) && config.config.machine.coherence == Protocol::Mesi {
+            machine.enable_coherence();
+        }
         let scheduler = match scheduler {
             Some(s) => s,
             None => config.scheduler.build(&config.sched_build())?,

@@ -224,6 +224,7 @@ impl Engine {
             most = most.min(l - self.done);
         }
         let (id, asid) = (CoreId(c as u32), spec.asid);
+        self.machine.set_clock(self.cores[c].clock);
         let Engine { machine, mechanisms, per_access, .. } = self;
         let (n, extra) = self.tasks[ti].run_chunk(&mut self.cores[c], &mut self.views[ti], &ctx, most, |chunk| {
             let counted = machine.tasks[ti].instructions;

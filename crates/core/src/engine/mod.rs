@@ -219,6 +219,7 @@ impl Engine {
             self.start_measuring(0);
         }
         self.close();
+        self.machine.finish_sampling();
         self.machine.settle_counts()?;
         let marks = self.machine.marks();
         for &(row, open, close) in &self.slice_marks {

@@ -177,6 +177,7 @@ impl Engine {
                 .collect(),
             tlbs: m.tlbs().iter().map(|t| TlbResult { path: t.path.clone(), stats: t.stats.clone() }).collect(),
             memory: m.node_stats(),
+            traffic: m.traffic().map_or_else(Vec::new, <[_]>::to_vec),
             mechanisms: (self.mechanisms.iter_mut().enumerate())
                 .map(|(i, mech)| MechanismResult {
                     index: i as u32,

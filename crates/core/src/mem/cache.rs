@@ -193,6 +193,11 @@ pub struct CacheStats {
     pub bypasses: u64,
     /// Lines removed by flushes and invalidations.
     pub flushed: u64,
+    /// Lines removed because another core wrote them (coherence).
+    pub coherence_invalidations: u64,
+    /// Dirty lines cleaned because another core read them (coherence: the
+    /// data went to memory and to the reader).
+    pub coherence_cleans: u64,
     /// Prefetched lines a demand reference then used.
     pub prefetch_useful: u64,
     /// Prefetched lines that left before any demand reference used them.
@@ -905,6 +910,28 @@ impl Cache {
             self.locked_count -= 1;
         }
         ev
+    }
+
+    /// Whether the line in `slot` is dirty.
+    #[inline]
+    pub fn dirty_at(&self, slot: Slot) -> bool {
+        self.meta[self.at(slot)].dirty()
+    }
+
+    /// Remove the line in `slot` because another core wrote it.
+    pub fn invalidate(&mut self, slot: Slot) -> Evicted {
+        self.stats.coherence_invalidations += 1;
+        self.take(slot)
+    }
+
+    /// The line in `slot` is read by another core: if dirty, it becomes
+    /// clean (its data goes to memory); returns whether it was dirty.
+    pub fn clean(&mut self, slot: Slot) -> bool {
+        let i = self.at(slot);
+        let dirty = self.meta[i].dirty();
+        self.meta[i].0 &= !Meta::DIRTY;
+        self.stats.coherence_cleans += dirty as u64;
+        dirty
     }
 
     /// Remove `line` because a lower inclusive level evicted it.

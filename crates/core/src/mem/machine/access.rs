@@ -20,6 +20,9 @@ impl Part<'_> {
 
     /// [`Machine::access_batch`] on the socket's core `c`.
     pub(super) fn access_batch(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        if self.coherence.is_some() {
+            return self.access_batch_timed(c, task, asid, batch);
+        }
         let mut tally = Tally::default();
         let mut stall = 0u64;
         let mut next = 0;
@@ -43,21 +46,56 @@ impl Part<'_> {
                 }
             }
             let a = &batch[next];
-            let req = Req { kind: a.kind.into(), pc: a.pc, task };
-            let first = a.addr.0 >> self.k.line_shift;
-            let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.k.line_shift;
-            let latency = if first == last {
-                self.access_one(c, &req, asid, a.addr.0, first, &mut tally)
-            } else {
-                self.access_split(c, &req, asid, a)
-            };
+            let latency = self.general(c, task, asid, a, &mut tally);
             stall += latency as u64;
             if draining {
                 self.drain_migration_queue(c, a.instrs as f64 * self.k.base_cpi + latency as f64);
             }
             next += 1;
         }
-        self.credit(c, task, &tally);
+        self.close_batch(c, task, batch, &tally, stall)
+    }
+
+    /// [`Part::access_batch`] under coherence: no shortcuts, and each
+    /// reference's time (its core's clock as it issues) told to the
+    /// interconnect sampler.
+    fn access_batch_timed(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        let mut tally = Tally::default();
+        let mut stall = 0u64;
+        let mut instructions = 0u64;
+        let start = self.coherence.as_deref().map_or(0, |co| co.clock());
+        for a in batch {
+            instructions += a.instrs as u64;
+            let now = start + (instructions as f64 * self.k.base_cpi) as u64 + stall;
+            if let Some(co) = self.coherence.as_deref_mut() {
+                co.issue_at(now);
+            }
+            let latency = self.general(c, task, asid, a, &mut tally);
+            stall += latency as u64;
+            if !self.migration_queues[c].lines.is_empty() {
+                self.drain_migration_queue(c, a.instrs as f64 * self.k.base_cpi + latency as f64);
+            }
+        }
+        self.close_batch(c, task, batch, &tally, stall)
+    }
+
+    /// One reference by the general path.
+    #[inline(always)]
+    fn general(&mut self, c: usize, task: TaskId, asid: Asid, a: &Access, tally: &mut Tally) -> u32 {
+        let req = Req { kind: a.kind.into(), pc: a.pc, task };
+        let first = a.addr.0 >> self.k.line_shift;
+        let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.k.line_shift;
+        if first == last {
+            self.access_one(c, &req, asid, a.addr.0, first, tally)
+        } else {
+            self.access_split(c, &req, asid, a)
+        }
+    }
+
+    /// Credit a batch's tallied hits, references, instructions and stalls.
+    #[inline(always)]
+    fn close_batch(&mut self, c: usize, task: TaskId, batch: &[Access], tally: &Tally, stall: u64) -> u64 {
+        self.credit(c, task, tally);
         self.notebook.pass();
         let stats = &mut self.tasks[task.0 as usize];
         stats.accesses += batch.len() as u64;

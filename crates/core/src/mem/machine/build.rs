@@ -143,6 +143,9 @@ impl Machine {
             migration_queues,
             notebook,
             atd: None,
+            coherence: None,
+            wide: None,
+            sampler: params.sampler.clone().map(|s| (s, params.frequency_ghz)),
         })
     }
 

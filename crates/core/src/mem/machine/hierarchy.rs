@@ -23,6 +23,12 @@ impl Part<'_> {
         }
     }
 
+    /// Frame of a physical line.
+    #[inline]
+    pub(super) fn frame_of(&self, line: LineAddr) -> u64 {
+        line.0 >> (self.k.page_shift - self.k.line_shift)
+    }
+
     /// Home node of a physical line.
     #[inline]
     pub(super) fn node_of(&self, line: LineAddr) -> u32 {
@@ -59,6 +65,11 @@ impl Part<'_> {
         let Some(slot) = self.caches[c].find(line) else {
             return self.miss_at(path, i, line, req, node);
         };
+        if i == 0 && req.kind == ReqKind::Store && self.coherence.is_some() && !self.caches[c].dirty_at(slot) {
+            // Not Modified: copies elsewhere must go before the write.
+            let (found, _) = self.snoop_write(line);
+            self.snooped(line, true, false, found);
+        }
         self.caches[c].hit(slot, req);
         if req.kind.is_demand() {
             self.tasks[req.task.0 as usize].levels[self.cache_level[c] as usize].hits[req.kind as usize] += 1;
@@ -88,6 +99,13 @@ impl Part<'_> {
     #[inline(never)]
     pub(super) fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
         let c = path.at(i);
+        // Under coherence: a store snoops before it writes, a read once it
+        // leaves the core's private levels.
+        let snoop = match self.coherence.is_some() {
+            true if i == 0 && req.kind == ReqKind::Store => Some((true, self.snoop_write(line).0)),
+            true if self.snoops_at(c, req.kind) => Some((false, self.snoop_read(line))),
+            _ => None,
+        };
         if i == 0 {
             // The levels below are searched next: have the host bring their
             // sets closer now, so that their host cache misses overlap.
@@ -114,6 +132,9 @@ impl Part<'_> {
             self.memory_read(line, req, node);
             (path.len as usize, false)
         };
+        if let Some((store, found)) = snoop {
+            self.snooped(line, store, served == path.len as usize, found);
+        }
         if req.kind.is_demand() {
             self.tasks[req.task.0 as usize].levels[level as usize].misses[req.kind as usize] += 1;
         }
@@ -162,8 +183,11 @@ impl Part<'_> {
 
     pub(super) fn memory_read(&mut self, line: LineAddr, req: &Req, node: u32) {
         let home = self.node_of(line);
-        self.nodes[home as usize].reads += 1;
-        self.nodes[home as usize].remote_reads += (home != node) as u64;
+        // A line another cache supplies (coherence) is not read from the node.
+        if !self.coherence.as_deref().is_some_and(|co| co.supplies()) {
+            self.nodes[home as usize].reads += 1;
+            self.nodes[home as usize].remote_reads += (home != node) as u64;
+        }
         if req.kind.is_demand() {
             let t = &mut self.tasks[req.task.0 as usize];
             if home == node {
@@ -246,10 +270,10 @@ impl Part<'_> {
         by: TaskId,
     ) {
         if i >= path.len as usize {
-            // A part is one socket: its cores, and the caches writing back, share one node.
-            let home = self.node_of(line);
-            self.nodes[home as usize].writes += 1;
-            self.nodes[home as usize].remote_writes += (home != self.cores[0].node) as u64;
+            // A socket's part: its cores, and the caches writing back, share
+            // one node; the whole machine's (coherence): the requester's.
+            let from = self.coherence.as_deref().map_or(self.cores[0].node, |co| co.node);
+            self.memory_written(line, from);
             return;
         }
         let c = path.at(i);

@@ -29,13 +29,19 @@
 
 mod access;
 mod build;
+mod coherence;
 mod fast;
 mod hierarchy;
 mod params;
+mod replay;
+mod sampler;
 mod sockets;
 mod translation;
 
+pub use coherence::{Coherence, Protocol, Traffic};
 pub use params::{MachineParams, MemoryParams, MAX_NODES};
+pub use replay::{Replayed, ReplayedCache};
+pub use sampler::{Sampler, SamplerParams, SamplingMode};
 
 use super::cache::{Cache, Evicted, Scope};
 use super::page_table::PageTable;
@@ -190,6 +196,22 @@ pub struct Machine {
     /// The switch-miss estimator's tag directory over the LLCs, when a
     /// `cs-estimator` mechanism installed one (see [`Machine::install_atd`]).
     atd: Option<Box<Atd>>,
+    /// Coherence between the cores' caches, when enabled
+    /// ([`Machine::enable_coherence`]); references then run through the
+    /// whole machine's part, wired by `wide`.
+    coherence: Option<Box<Coherence>>,
+    wide: Option<Box<Wide>>,
+    /// The interconnect sampler's configuration, and the clock it reads
+    /// its time in: installed with coherence.
+    sampler: Option<(SamplerParams, f64)>,
+}
+
+/// The wiring of [`Ports`] and inclusive uppers with indexes from the
+/// machine's first cache and TLB, for a part spanning every socket.
+#[derive(Debug)]
+struct Wide {
+    cores: Vec<Ports>,
+    uppers: Vec<Vec<usize>>,
 }
 
 /// Where a socket's caches and TLBs start in the machine's.
@@ -241,6 +263,7 @@ pub struct Part<'m> {
     page_table: &'m mut PageTable,
     notebook: &'m mut Notebook,
     atd: Option<&'m mut Atd>,
+    coherence: Option<&'m mut Coherence>,
     scratch: &'m mut Vec<Evicted>,
     k: &'m Constants,
 }
@@ -392,6 +415,9 @@ impl Machine {
         for n in &mut self.nodes {
             *n = NodeStats { node: n.node, ..NodeStats::default() };
         }
+        if let Some(co) = &mut self.coherence {
+            co.reset();
+        }
     }
 
     /// Number of cores.
@@ -428,23 +454,23 @@ impl Machine {
     /// they add beyond the base CPI. The same as calling [`Machine::access`]
     /// for each, with the per-task totals updated once per batch.
     pub fn access_batch(&mut self, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
-        let (socket, c) = self.locate(core);
-        self.part(socket).access_batch(c, task, asid, batch)
+        let (mut part, c) = self.part_of(core);
+        part.access_batch(c, task, asid, batch)
     }
 
     /// Remove the lines in `scope` from the private caches of `core` (L1s,
     /// then L2). With `write_back`, dirty lines go down the hierarchy as
     /// write-backs (a flush); without, they are dropped (an invalidation).
     pub fn flush_core(&mut self, core: CoreId, scope: Scope, write_back: bool) {
-        let (socket, c) = self.locate(core);
-        self.part(socket).flush_private(c, |level| level != Level::Llc, scope, write_back);
+        let (mut part, c) = self.part_of(core);
+        part.flush_private(c, |level| level != Level::Llc, scope, write_back);
     }
 
     /// Remove the lines in `scope` from the LLC of `socket` (and, for an
     /// inclusive LLC, from the caches above it).
     pub fn flush_llc(&mut self, socket: usize, scope: Scope, write_back: bool) {
-        let mut part = self.part(socket);
-        let path = part.cores[0].data;
+        let (mut part, c) = self.part_of(CoreId((socket * self.cores_per_socket) as u32));
+        let path = part.cores[c].data;
         let i = path.len as usize - 1;
         if part.cache_level[path.at(i)] == Level::Llc {
             part.flush_at(&path, i, scope, write_back);
@@ -462,8 +488,8 @@ impl Machine {
     /// Remove every line from `core`'s private caches of the given levels,
     /// writing dirty lines down (a flush) or dropping them.
     pub fn flush_levels(&mut self, core: CoreId, levels: &[Level], write_back: bool) {
-        let (socket, c) = self.locate(core);
-        self.part(socket).flush_private(c, |level| levels.contains(&level), Scope::All, write_back);
+        let (mut part, c) = self.part_of(core);
+        part.flush_private(c, |level| levels.contains(&level), Scope::All, write_back);
     }
 
     /// Place `line` in `core`'s private cache of `level` for `task`, data
@@ -471,8 +497,8 @@ impl Machine {
     /// migration study. Counts it as migrated in (or dropped if present);
     /// returns whether it was placed.
     pub fn install(&mut self, core: CoreId, level: Level, line: LineAddr, task: TaskId) -> bool {
-        let (socket, c) = self.locate(core);
-        self.part(socket).install(c, level, line, task)
+        let (mut part, c) = self.part_of(core);
+        part.install(c, level, line, task)
     }
 
     /// Queue migration prefetches of `lines` for `core`'s L2, on behalf of

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Machine;
+use super::sampler::SamplerParams;
+use super::{Machine, Protocol};
 use crate::counters::{Level, NodeStats};
 use crate::error::Issues;
 use crate::mem::attribution::{Attributed, Attribution};
@@ -166,6 +167,13 @@ pub struct MachineParams {
     pub tlb: Option<TlbParams>,
     /// Memory.
     pub memory: MemoryParams,
+    /// How the cores' caches are kept coherent when threads of one address
+    /// space run on several cores: `"mesi"` (default) or `"none"`.
+    pub coherence: Protocol,
+    /// An interconnect sampler recording transactions (the source's bus
+    /// analyzer); none by default.
+    #[serde(deserialize_with = "crate::plugin::optional")]
+    pub sampler: Option<SamplerParams>,
     /// Levels whose misses are attributed to their causes (compulsory,
     /// capacity/conflict, switch-, migration- and sharing-induced) with
     /// per-task isolated shadows, e.g. `["l2", "llc", "tlb.l1"]`. Each costs
@@ -187,6 +195,8 @@ impl Default for MachineParams {
             llc: None,
             tlb: Some(TlbParams::default()),
             memory: MemoryParams::default(),
+            coherence: Protocol::Mesi,
+            sampler: None,
             attribution: Vec::new(),
         }
     }
@@ -225,6 +235,13 @@ impl MachineParams {
         parts.push((at("memory.nodes"), per_node.saturating_mul(self.nodes() as u64)));
         // The node-to-node latency table, and the distances it comes from.
         parts.push((at("memory.distances"), 12u64.saturating_mul((self.nodes() as u64).pow(2))));
+        if self.coherence == Protocol::Mesi {
+            // Per core, the caches it snoops and its traffic to each node.
+            let caches = cores.saturating_mul(3).saturating_add(sockets);
+            let snoop = cores.saturating_mul(caches).saturating_mul(2);
+            let traffic = cores.saturating_mul(self.nodes() as u64).saturating_mul(56);
+            parts.push((at("coherence"), snoop.saturating_add(traffic)));
+        }
         if !self.attribution.is_empty() {
             let (caches, tlbs) = self.attributed();
             let shadows = Attribution::host_bytes_per_task(&caches, line_bits, tlbs);
@@ -287,6 +304,15 @@ impl MachineParams {
             "out_of_range",
             format!("expected a positive CPI, got {}", self.base_cpi),
         );
+        if let Some(sampler) = &self.sampler {
+            sampler.validate(&at("sampler"), self.frequency_ghz, issues);
+            issues.check(
+                self.coherence == Protocol::Mesi,
+                at("sampler"),
+                "invalid_value",
+                "the sampler records the transactions coherence carries: set coherence = \"mesi\"",
+            );
+        }
         let l1d_line = self.l1d.line_bytes;
         for (name, params) in self.levels_mut() {
             params.validate(&at(name), issues);

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::{Machine, Part, Share};
+use super::{Coherence, Machine, Part, Sampler, Share};
 use crate::counters::NodeStats;
 use crate::types::{Asid, CoreId};
 
@@ -25,15 +25,43 @@ impl Machine {
     /// Socket `socket`'s part of the machine.
     pub(super) fn part(&mut self, socket: usize) -> Part<'_> {
         let (caches, tlbs, cores) = self.ranges(socket);
+        self.span(caches, tlbs, cores, false)
+    }
+
+    /// The part that runs `core`'s references, and the core's index in
+    /// it: its socket's, or under coherence the whole machine's (a store
+    /// on one socket invalidates copies on the others).
+    pub(super) fn part_of(&mut self, core: CoreId) -> (Part<'_>, usize) {
+        if self.wide.is_none() {
+            let (socket, c) = self.locate(core);
+            return (self.part(socket), c);
+        }
+        let c = core.0 as usize;
+        let node = self.cores[c].node;
+        if let Some(co) = self.coherence.as_deref_mut() {
+            co.run_on(c, node);
+        }
+        let (caches, tlbs, cores) = (0..self.caches.len(), 0..self.tlbs.len(), 0..self.cores.len());
+        (self.span(caches, tlbs, cores, true), c)
+    }
+
+    /// The part over these caches, TLBs and cores: one socket's, wired
+    /// from its first cache and TLB, or (`wide`) every socket's, wired
+    /// machine-wide, with coherence.
+    fn span(&mut self, caches: Range<usize>, tlbs: Range<usize>, cores: Range<usize>, wide: bool) -> Part<'_> {
+        let (wiring, uppers) = match self.wide.as_deref() {
+            Some(w) if wide => (&w.cores[..], &w.uppers[..]),
+            _ => (&self.cores[cores.clone()], &self.uppers[caches.clone()]),
+        };
         Part {
             cache_base: caches.start,
             first_core: cores.start,
             caches: &mut self.caches[caches.clone()],
             cache_level: &self.cache_level[caches.clone()],
-            uppers: &self.uppers[caches.clone()],
+            uppers,
             prefetchers: &mut self.prefetchers[caches],
             tlbs: &mut self.tlbs[tlbs],
-            cores: &self.cores[cores.clone()],
+            cores: wiring,
             memos: &mut self.memos[cores.clone()],
             migration_queues: &mut self.migration_queues[cores],
             tasks: &mut self.tasks,
@@ -42,9 +70,76 @@ impl Machine {
             page_table: &mut self.page_table,
             notebook: &mut self.notebook,
             atd: self.atd.as_deref_mut(),
+            coherence: if wide { self.coherence.as_deref_mut() } else { None },
             scratch: &mut self.scratch,
             k: &self.k,
         }
+    }
+
+    /// Keep the cores' caches coherent from now on (see
+    /// `machine::coherence`): for a run whose threads share an address
+    /// space. References then run through one part spanning the sockets.
+    pub fn enable_coherence(&mut self) {
+        let shift = |path: &mut super::Path, base: usize| {
+            for i in 0..path.len as usize {
+                path.ids[i] += base as u16;
+            }
+        };
+        let mut cores = self.cores.clone();
+        let mut uppers = self.uppers.clone();
+        for s in 0..self.sockets.len() {
+            let (caches, _, cores_of) = self.ranges(s);
+            let base = self.sockets[s];
+            for p in &mut cores[cores_of] {
+                shift(&mut p.data, base.cache);
+                shift(&mut p.instr, base.cache);
+                for t in [&mut p.dtlb, &mut p.itlb, &mut p.stlb].into_iter().flatten() {
+                    *t += base.tlb;
+                }
+            }
+            for above in &mut uppers[caches] {
+                above.iter_mut().for_each(|u| *u += base.cache);
+            }
+        }
+        let mut coherence = Coherence::new(&cores, self.caches.len(), self.k.nodes);
+        coherence.sampler = self.sampler.as_ref().map(|(p, ghz)| Sampler::new(p, *ghz, self.k.nodes));
+        self.coherence = Some(Box::new(coherence));
+        // The L1 shortcuts take store hits on clean lines without a snoop.
+        self.k.shortcuts = false;
+        self.wide = Some(Box::new(super::Wide { cores, uppers }));
+    }
+
+    /// Whether the machine has an interconnect sampler (which needs coherence on).
+    pub fn has_sampler(&self) -> bool {
+        self.sampler.is_some()
+    }
+
+    /// The interconnect sampler, once coherence has installed it.
+    pub fn sampler(&self) -> Option<&Sampler> {
+        self.coherence.as_deref().and_then(|co| co.sampler.as_ref())
+    }
+
+    /// The clock of the core whose references run next (cycles), for the
+    /// sampler's reader; nothing without coherence.
+    #[inline]
+    pub fn set_clock(&mut self, now: u64) {
+        if let Some(co) = &mut self.coherence {
+            co.set_clock(now);
+        }
+    }
+
+    /// The run is over: the sampler sees the transactions it has not seen
+    /// yet.
+    pub fn finish_sampling(&mut self) {
+        if let Some(co) = &mut self.coherence {
+            co.sample_until(u64::MAX);
+        }
+    }
+
+    /// The interconnect transactions so far, if coherence is on (the
+    /// sampled ones as of the last [`Machine::finish_sampling`]).
+    pub fn traffic(&self) -> Option<&[super::Traffic]> {
+        self.coherence.as_deref().map(|co| co.traffic())
     }
 
     /// The address space (an index into the page tables) of `asid`.
@@ -54,10 +149,11 @@ impl Machine {
 
     /// Whether every reference can run in its socket's part alone, so that
     /// sockets may run on separate threads: no switch-miss tag directory
-    /// (it spans the LLCs) and no attributed level (a write-back carries
+    /// (it spans the LLCs), no coherence (a store invalidates copies on
+    /// every socket) and no attributed level (a write-back carries
     /// its owner's shadow across sockets, and shadows depend on order).
     pub fn sockets_apart(&self) -> bool {
-        self.atd.is_none() && self.notebook.coverage() == Default::default()
+        self.atd.is_none() && self.coherence.is_none() && self.notebook.coverage() == Default::default()
     }
 
     /// Shares for running the sockets on separate threads, socket `s` using
@@ -107,6 +203,7 @@ impl Machine {
                 page_table: &mut share.page_table,
                 notebook: &mut share.notebook,
                 atd: None,
+                coherence: None,
                 scratch: &mut share.scratch,
                 k,
             })

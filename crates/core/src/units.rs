@@ -152,6 +152,11 @@ impl Span {
         Span { value: ms, unit: SpanUnit::Millis }
     }
 
+    /// A span of `us` microseconds.
+    pub fn micros(us: f64) -> Span {
+        Span { value: us, unit: SpanUnit::Micros }
+    }
+
     /// Parse the text forms listed on [`Span`].
     pub fn parse(text: &str) -> Result<Span, String> {
         let t = text.trim();

@@ -98,10 +98,15 @@ fn every_mechanism_runs_beside_migrations_and_reports_its_counters() {
     assert!(MechanismConfig::NAMES.len() >= 6);
     for name in MechanismConfig::NAMES {
         // Forced migrations across the sockets give every mechanism its events.
-        let doc = config(json!({
+        let mut doc = config(json!({
             "scheduler": {"kind": "forced", "params": {"every": "20K instr"}},
             "mechanisms": [{"kind": name}],
         }));
+        if *name == "page-migration" {
+            // It reads the interconnect sampler, and acts every interval.
+            doc["machine"]["sampler"] = json!({"mode": "exhaustive"});
+            doc["mechanisms"][0]["params"] = json!({"interval": "20us"});
+        }
         let r = check_run(&doc, name);
         assert!(r.summary.migrations > 0, "{name}: the run migrated");
         assert_eq!(r.mechanisms.len(), 1, "{name}");

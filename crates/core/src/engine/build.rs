@@ -155,6 +155,9 @@ impl Engine {
             apart,
             accesses_apart: 0,
             next_tick: scheduler.period(),
+            periods: (mechanisms.iter().enumerate())
+                .filter_map(|(i, m)| m.period().map(|p| (i, p.max(1), p.max(1))))
+                .collect(),
             unfinished: config.tasks.len(),
             measuring: config.config.run.warmup_accesses == 0,
             config,

@@ -43,7 +43,7 @@ use crate::config::{footprint, ValidConfig};
 use crate::counters::{Counts, Level};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventRecord, Locality, Timing};
-use crate::mech::{EventCtx, Mechanism};
+use crate::mech::{EventCtx, Mechanism, PeriodCtx};
 use crate::mem::machine::Machine;
 use crate::results::{CoreTotals, IntervalRow, Results, SliceRow, WindowRow};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
@@ -136,6 +136,8 @@ pub struct Engine {
     cores: Vec<CoreRun>,
     unfinished: usize,
     next_tick: Option<u64>,
+    /// Per mechanism with a period: its index, its next point and period.
+    periods: Vec<(usize, u64, u64)>,
     /// Bumped whenever a run queue changes, so idle cores know to look again.
     generation: u64,
     /// References simulated, warm-up included.
@@ -160,6 +162,9 @@ impl Engine {
         mechanism.attach(&mut self.machine)?;
         self.per_access |= mechanism.wants_accesses();
         self.apart = false;
+        if let Some(p) = mechanism.period() {
+            self.periods.push((self.mechanisms.len(), p.max(1), p.max(1)));
+        }
         self.mechanisms.push(mechanism);
         Ok(())
     }
@@ -197,7 +202,9 @@ impl Engine {
                 self.run_apart(horizon, plan)?;
             }
             let c = self.lowest();
-            if self.next_tick.is_some_and(|t| self.cores[c].clock >= t) {
+            if let Some(p) = self.periods.iter().position(|&(_, at, _)| self.cores[c].clock >= at) {
+                self.period(p)?;
+            } else if self.next_tick.is_some_and(|t| self.cores[c].clock >= t) {
                 self.tick()?;
             } else if self.needs_decision(c) {
                 self.decide(c)?;
@@ -336,6 +343,21 @@ impl Engine {
         }
         if let Some(c) = core {
             self.charge(c, task, extra);
+        }
+        Ok(())
+    }
+
+    /// Mechanism `periods[p]`'s point: every core has reached it.
+    fn period(&mut self, p: usize) -> Result<()> {
+        let (m, time, every) = self.periods[p];
+        self.periods[p].1 = time + every;
+        let running: Vec<_> =
+            (self.running.iter()).map(|r| r.map(|t| (t, self.views[t.0 as usize].spec.asid))).collect();
+        let clocks: Vec<u64> = self.cores.iter().map(|c| c.clock).collect();
+        let ctx = PeriodCtx { machine: &mut self.machine, time, running: &running, clocks: &clocks };
+        for (core, cycles) in self.mechanisms[m].on_period(ctx)? {
+            let c = core.0 as usize;
+            self.charge(c, self.running[c], cycles);
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ pub mod cs_estimator;
 pub mod l2_restore;
 pub mod l2_select;
 pub mod migration_prefetch;
+pub mod page_migration;
 pub mod tlb_flush;
 pub mod tlb_preserve;
 
@@ -55,6 +56,19 @@ pub struct AccessCtx<'a> {
     pub access: &'a Access,
     /// Stall cycles the machine charged for it.
     pub stall_cycles: u32,
+}
+
+/// What a mechanism sees at one of its periodic points
+/// ([`Mechanism::period`]).
+pub struct PeriodCtx<'a> {
+    /// The machine.
+    pub machine: &'a mut Machine,
+    /// The point's time: every core's clock has reached it.
+    pub time: u64,
+    /// Per core: the task it runs, with the task's address space.
+    pub running: &'a [Option<(TaskId, Asid)>],
+    /// Per core: its clock (at least `time`).
+    pub clocks: &'a [u64],
 }
 
 /// A mechanism that reacts to scheduling events (TLB preservation, migration
@@ -99,6 +113,22 @@ pub trait Mechanism: Send {
     fn on_access(&mut self, ctx: AccessCtx<'_>) -> u32 {
         let _ = ctx;
         0
+    }
+
+    /// Every how many cycles of simulated time the mechanism acts on its
+    /// own ([`Mechanism::on_period`]); asked once. Default: never.
+    fn period(&self) -> Option<u64> {
+        None
+    }
+
+    /// Called at each multiple of [`Mechanism::period`], once every core's
+    /// clock has reached it (so every thread is at or past that point, as
+    /// when a process is stopped). Returns stall cycles per core, each
+    /// charged to the core and the task it runs: a stop-the-world pause,
+    /// a TLB shootdown's interrupt.
+    fn on_period(&mut self, ctx: PeriodCtx<'_>) -> Result<Vec<(CoreId, u64)>> {
+        let _ = ctx;
+        Ok(Vec::new())
     }
 
     /// Warm-up is over: forget every counter (the mechanism's state, such
@@ -180,4 +210,5 @@ crate::register! {
     "l2-restore" => L2Restore(l2_restore::L2RestoreParams),
     "migration-prefetch" => MigrationPrefetch(migration_prefetch::MigrationPrefetchParams),
     "cs-estimator" => CsEstimator(cs_estimator::CsEstimatorParams),
+    "page-migration" => PageMigration(page_migration::PageMigrationParams),
 }

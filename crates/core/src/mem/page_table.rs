@@ -127,6 +127,8 @@ struct Space {
     /// asid is in the key because asids the machine was not told about
     /// share the first space).
     leaves: U64Map,
+    /// Per leaf: its key (the map's key of it), for listing the pages.
+    leaf_keys: Vec<u64>,
     /// The leaves' slots, [`LEAF_PAGES`] per leaf: an entry packed by
     /// [`PageEntry::pack`], or 0.
     entries: Vec<u64>,
@@ -140,6 +142,7 @@ impl Space {
     fn new(nodes: u32) -> Space {
         Space {
             leaves: U64Map::default(),
+            leaf_keys: Vec::new(),
             entries: Vec::new(),
             tables: U64Map::default(),
             used: vec![0; nodes as usize],
@@ -294,6 +297,7 @@ impl PageTable {
             None => {
                 let leaf = space.entries.len() / LEAF_PAGES;
                 space.leaves.insert(key / LEAF_PAGES as u64, leaf as u64);
+                space.leaf_keys.push(key / LEAF_PAGES as u64);
                 space.entries.resize(space.entries.len() + LEAF_PAGES, 0);
                 leaf * LEAF_PAGES + key as usize % LEAF_PAGES
             }
@@ -338,6 +342,43 @@ impl PageTable {
         };
         // A table takes the first 4 KiB of a frame of the data page size.
         (frame << self.page_shift) + index * 8
+    }
+
+    /// Move the page `vpn` of `asid` to a new frame on `node` (page
+    /// migration; the old frame is not handed out again). Returns the old
+    /// and new entries, or `None` if the page is not mapped, is already on
+    /// `node`, or `node` has no frame left for the address space.
+    pub fn move_page(&mut self, asid: Asid, vpn: u64, node: u32) -> Option<(PageEntry, PageEntry)> {
+        if self.identity || node >= self.frames.nodes {
+            return None;
+        }
+        let share = self.space_of(asid);
+        let PageTable { spaces, frames, .. } = self;
+        let space = spaces[share].as_mut().expect(LENT);
+        let i = space.slot(super::tlb::key(asid, vpn)).filter(|&i| space.entries[i] != 0)?;
+        let old = PageEntry::unpack(space.entries[i]);
+        if old.node == node {
+            return None;
+        }
+        // Only `node`: a page moved to a full node stays where it is.
+        let mut used = space.used.clone();
+        let new = frames.allocate(&mut used, node, share as u64).filter(|e| e.node == node)?;
+        space.used = used;
+        space.entries[i] = new.pack();
+        Some((old, new))
+    }
+
+    /// Every mapped page of every address space: its key
+    /// ([`super::tlb::key`]) and entry, in no particular order.
+    pub fn pages(&self) -> impl Iterator<Item = (u64, PageEntry)> + '_ {
+        self.spaces.iter().flatten().flat_map(|space| {
+            space.leaf_keys.iter().enumerate().flat_map(move |(leaf, &lkey)| {
+                (0..LEAF_PAGES).filter_map(move |j| {
+                    let bits = space.entries[leaf * LEAF_PAGES + j];
+                    (bits != 0).then(|| (lkey * LEAF_PAGES as u64 + j as u64, PageEntry::unpack(bits)))
+                })
+            })
+        })
     }
 
     /// Frames allocated on `node` (data and page-table pages).

@@ -150,6 +150,12 @@ pub fn key(asid: Asid, vpn: u64) -> u64 {
     ((asid.0 as u64) << VPN_BITS) | vpn
 }
 
+/// The virtual page number of a key.
+#[inline]
+pub fn vpn_of(key: u64) -> u64 {
+    key & ((1 << VPN_BITS) - 1)
+}
+
 /// The asid of a key.
 #[inline]
 pub fn asid_of(key: u64) -> Asid {

@@ -92,6 +92,7 @@ impl Machine {
         }
         debug_assert_eq!(caches.len(), params.sockets as usize * caches_per_socket);
         debug_assert_eq!(tlbs.len(), params.sockets as usize * tlbs_per_socket);
+        let cache_node = (0..caches.len()).map(|c| (c / caches_per_socket) as u32 * nodes / params.sockets).collect();
         let mut uppers = vec![Vec::new(); caches.len()];
         for (c, above) in inclusive_uppers {
             uppers[c] = above;
@@ -104,6 +105,7 @@ impl Machine {
         Ok(Machine {
             caches,
             cache_level,
+            cache_node,
             uppers,
             tlbs,
             cores,

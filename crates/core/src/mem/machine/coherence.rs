@@ -134,10 +134,11 @@ pub struct Coherence {
 }
 
 impl Coherence {
-    /// Coherence over `caches` caches wired to `cores` (absolute indexes).
-    pub(super) fn new(cores: &[Ports], caches: usize, nodes: u32) -> Coherence {
+    /// Coherence over the caches of nodes `cache_node` wired to `cores`
+    /// (absolute indexes).
+    pub(super) fn new(cores: &[Ports], cache_node: &[u32], nodes: u32) -> Coherence {
+        let caches = cache_node.len();
         let mut users = vec![0u32; caches];
-        let mut cache_node = vec![0; caches];
         let mut boundary = vec![false; caches];
         let own = |p: &Ports| {
             let mut own: Vec<usize> = (0..p.data.len as usize).map(|i| p.data.at(i)).collect();
@@ -149,7 +150,6 @@ impl Coherence {
         for p in cores {
             for c in own(p) {
                 users[c] += 1;
-                cache_node[c] = p.node;
             }
         }
         for p in cores {
@@ -174,7 +174,7 @@ impl Coherence {
         Coherence {
             others,
             boundary,
-            cache_node,
+            cache_node: cache_node.to_vec(),
             nodes,
             core: 0,
             node: 0,

@@ -32,6 +32,7 @@ mod build;
 mod coherence;
 mod fast;
 mod hierarchy;
+mod migration;
 mod params;
 mod replay;
 mod sampler;
@@ -39,6 +40,7 @@ mod sockets;
 mod translation;
 
 pub use coherence::{Coherence, Protocol, Traffic};
+pub use migration::PageMove;
 pub use params::{MachineParams, MemoryParams, MAX_NODES};
 pub use replay::{Replayed, ReplayedCache};
 pub use sampler::{Sampler, SamplerParams, SamplingMode};
@@ -167,6 +169,8 @@ pub struct Machine {
     /// Per socket, then per core socket-major: its LLC, then each core's L1s and L2.
     caches: Vec<Cache>,
     cache_level: Vec<Level>,
+    /// Per cache, the node of its socket.
+    cache_node: Vec<u32>,
     /// Per cache: the caches above it that an inclusive eviction must
     /// clean, indexed from its socket's first cache.
     uppers: Vec<Vec<usize>>,

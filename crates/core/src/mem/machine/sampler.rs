@@ -202,6 +202,15 @@ impl Sampler {
     /// Forget what was sampled (after warm-up); the capture in progress goes on.
     pub(super) fn reset(&mut self) {
         self.dropped = 0;
+        self.drain(|_, _| {});
+    }
+
+    /// Hand every sampled page, its frame and counts per requesting node,
+    /// to `f`, and forget them.
+    pub fn drain(&mut self, mut f: impl FnMut(u64, &[u32])) {
+        for (row, &frame) in self.frames.iter().enumerate() {
+            f(frame, &self.counts[row * self.nodes..(row + 1) * self.nodes]);
+        }
         self.rows = U64Map::default();
         self.frames.clear();
         self.counts.clear();
@@ -210,10 +219,5 @@ impl Sampler {
     /// Triggers dropped because the reader was busy.
     pub fn dropped(&self) -> u64 {
         self.dropped
-    }
-
-    /// The sampled pages: each frame with its counts per requesting node.
-    pub fn pages(&self) -> impl Iterator<Item = (u64, &[u32])> + '_ {
-        self.frames.iter().copied().zip(self.counts.chunks_exact(self.nodes.max(1)))
     }
 }

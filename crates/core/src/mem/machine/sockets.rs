@@ -101,7 +101,7 @@ impl Machine {
                 above.iter_mut().for_each(|u| *u += base.cache);
             }
         }
-        let mut coherence = Coherence::new(&cores, self.caches.len(), self.k.nodes);
+        let mut coherence = Coherence::new(&cores, &self.cache_node, self.k.nodes);
         coherence.sampler = self.sampler.as_ref().map(|(p, ghz)| Sampler::new(p, *ghz, self.k.nodes));
         self.coherence = Some(Box::new(coherence));
         // The L1 shortcuts take store hits on clean lines without a snoop.
@@ -117,6 +117,17 @@ impl Machine {
     /// The interconnect sampler, once coherence has installed it.
     pub fn sampler(&self) -> Option<&Sampler> {
         self.coherence.as_deref().and_then(|co| co.sampler.as_ref())
+    }
+
+    /// The pages the sampler recorded transactions to up to `time` (every
+    /// core's clock has reached it), each frame with its counts per
+    /// requesting node, handed to `f`; the sampler then forgets them.
+    pub fn drain_samples(&mut self, time: u64, f: impl FnMut(u64, &[u32])) {
+        let Some(co) = self.coherence.as_deref_mut() else { return };
+        co.sample_until(time);
+        if let Some(s) = &mut co.sampler {
+            s.drain(f);
+        }
     }
 
     /// The clock of the core whose references run next (cycles), for the

@@ -1,0 +1,68 @@
+//! Moving a page to another node (page migration): the page table points
+//! at a new frame, every cached line of the old frame is invalidated (dirty
+//! ones written back first), and every TLB entry of the page is shot down.
+
+use super::Machine;
+use crate::mem::cache::Scope;
+use crate::mem::tlb;
+use crate::types::{Asid, LineAddr};
+
+/// What moving one page did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageMove {
+    /// The node it left.
+    pub from: u32,
+    /// The node it is on now.
+    pub to: u32,
+    /// Cached copies of its lines removed, in every cache.
+    pub lines: u64,
+    /// Of its lines, those some cache held dirty: written to the old frame
+    /// before the copy.
+    pub dirty_lines: u64,
+    /// TLB entries of the page removed (the shootdown).
+    pub tlb_entries: u64,
+}
+
+impl Machine {
+    /// Move page `vpn` of `asid` to a frame on `node`. `None` (nothing
+    /// changed) if the page is not mapped, is on `node` already, or `node`
+    /// has no frame left for it.
+    pub fn migrate_page(&mut self, asid: Asid, vpn: u64, node: u32) -> Option<PageMove> {
+        let (old, new) = self.page_table.move_page(asid, vpn, node)?;
+        let lines_per_page = 1u64 << (self.k.page_shift - self.k.line_shift);
+        let first = old.frame << (self.k.page_shift - self.k.line_shift);
+        let mut removed = std::mem::take(&mut self.scratch);
+        let (mut lines, mut dirty_lines) = (0, 0);
+        for line in (first..first + lines_per_page).map(LineAddr) {
+            let mut dirty_from = None;
+            for (c, cache) in self.caches.iter_mut().enumerate() {
+                removed.clear();
+                cache.remove(Scope::Line(line), &mut removed);
+                for ev in &removed {
+                    lines += 1;
+                    if ev.dirty {
+                        dirty_from = Some(self.cache_node[c]);
+                    }
+                }
+            }
+            if let Some(from) = dirty_from {
+                dirty_lines += 1;
+                let home = &mut self.nodes[old.node as usize];
+                home.writes += 1;
+                home.remote_writes += (from != old.node) as u64;
+            }
+        }
+        self.scratch = removed;
+        let key = tlb::key(asid, vpn);
+        let tlb_entries = self.tlbs.iter_mut().map(|t| t.remove(key) as u64).sum();
+        // The shortcuts remember physical lines.
+        self.memos.iter_mut().for_each(|m| *m = Default::default());
+        Some(PageMove { from: old.node, to: new.node, lines, dirty_lines, tlb_entries })
+    }
+
+    /// Every mapped page: its address space, virtual page number, frame and
+    /// node.
+    pub fn mapped_pages(&self) -> impl Iterator<Item = (Asid, u64, u64, u32)> + '_ {
+        self.page_table.pages().map(|(key, e)| (tlb::asid_of(key), tlb::vpn_of(key), e.frame, e.node))
+    }
+}

@@ -1,0 +1,192 @@
+//! `page-migration` on hand-made access sequences: the machine is driven
+//! reference by reference and the pass is called directly, so every count
+//! is computed by hand. A page read only by node 1 moves to node 1 after
+//! one pass; a moved page stays frozen for `freeze` passes; ties and pages
+//! below `min_samples` stay; a move invalidates the old frame's lines and
+//! shoots down the page's TLB entries; the stop-the-world pause reaches
+//! exactly the cores running the process; an engine run moves the pages
+//! of a serially initialised array to the threads that use them.
+
+use cachesched_core::config;
+use cachesched_core::engine::Engine;
+use cachesched_core::mech::page_migration::PageMigrationParams;
+use cachesched_core::mech::{MechBuild, Mechanism, MechanismParams, PeriodCtx};
+use cachesched_core::mem::machine::{Machine, MachineParams};
+use cachesched_core::{Access, AccessKind, Asid, CoreId, TaskId, VirtAddr};
+use serde_json::{json, Value};
+
+const PAGE: u64 = 4096;
+const ASID: Asid = Asid(1);
+
+/// Two sockets of one core, a node each; every page starts on node 0.
+fn machine() -> MachineParams {
+    config::machine_from_value(json!({"machine": {
+        "sockets": 2, "cores_per_socket": 1, "frequency_ghz": 1.0,
+        "l1i": false, "l1d": {"size_bytes": "1KiB", "ways": 2, "line_bytes": 64, "latency_cycles": 1},
+        "l2": false, "llc": false,
+        "tlb": {"walk": "fixed", "walk_latency_cycles": 10, "l1d": {"entries": 16, "ways": 4}, "l2": false},
+        "memory": {"nodes": 2, "node_bytes": "1MiB", "latency_cycles": 100, "remote_latency_cycles": 150,
+                   "placement": {"bind": 0}, "frame_allocation": "sequential"},
+        "sampler": {"mode": "exhaustive"},
+    }}))
+    .expect("a valid machine")
+}
+
+fn mechanism(params: Value, m: &MachineParams) -> Box<dyn Mechanism> {
+    let p: PageMigrationParams = serde_json::from_value(params).expect("params");
+    p.build(&MechBuild { machine: m, loc: "mechanisms[0]".into() }).expect("builds")
+}
+
+fn new_machine(m: &MachineParams) -> Machine {
+    let mut machine = Machine::new(m, 1, "machine").unwrap();
+    machine.add_tasks(2);
+    machine.set_address_spaces(&[ASID]);
+    machine.enable_coherence();
+    machine
+}
+
+/// Core `core` loads every line of `pages` (page numbers) `times` times.
+fn read(machine: &mut Machine, core: u32, pages: &[u64], times: usize) {
+    for _ in 0..times {
+        for &p in pages {
+            for line in 0..PAGE / 64 {
+                let a = Access {
+                    addr: VirtAddr(p * PAGE + line * 64),
+                    pc: VirtAddr(0),
+                    instrs: 1,
+                    size: 8,
+                    kind: AccessKind::Load,
+                };
+                machine.access(CoreId(core), TaskId(core), ASID, &a);
+            }
+        }
+    }
+}
+
+fn node_of(machine: &Machine, vpn: u64) -> u32 {
+    machine.mapped_pages().find(|&(a, v, _, _)| a == ASID && v == vpn).expect("mapped").3
+}
+
+fn pass(mech: &mut Box<dyn Mechanism>, machine: &mut Machine, time: u64) -> Vec<(CoreId, u64)> {
+    let running = [Some((TaskId(0), ASID)), Some((TaskId(1), ASID))];
+    mech.on_period(PeriodCtx { machine, time, running: &running, clocks: &[time + 10, time + 30] }).unwrap()
+}
+
+fn stat(mech: &mut Box<dyn Mechanism>, name: &str) -> u64 {
+    mech.results().into_iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name}")).1
+}
+
+#[test]
+fn a_page_read_only_by_node_1_moves_there_after_one_pass() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    let mut mech = mechanism(json!({"interval": 1000}), &m);
+    read(&mut machine, 1, &[10, 11, 12], 1);
+    read(&mut machine, 0, &[20], 1);
+    assert!((10..13).chain([20]).all(|p| node_of(&machine, p) == 0), "placement binds to node 0");
+    pass(&mut mech, &mut machine, 1000);
+    assert_eq!([10, 11, 12, 20].map(|p| node_of(&machine, p)), [1, 1, 1, 0]);
+    assert_eq!(stat(&mut mech, "migrations"), 3);
+    // Every line of the three pages was read once by core 1: 64 samples each.
+    assert_eq!(stat(&mut mech, "samples"), 4 * 64);
+    // Core 1's TLB held the three translations; its L1 held some lines.
+    assert_eq!(stat(&mut mech, "tlb_entries"), 3);
+    let old_frames_cached = machine.caches()[1].lines().count();
+    assert_eq!(old_frames_cached, 0, "core 1's L1 held only lines of the moved pages");
+    assert_eq!(stat(&mut mech, "lines_invalidated"), 16, "a 1 KiB L1 holds 16 lines");
+    // The next reads go to node 1 and find a new frame.
+    read(&mut machine, 1, &[10], 1);
+    let nodes = machine.node_stats();
+    assert_eq!(nodes[1].reads, 64);
+}
+
+#[test]
+fn a_moved_page_is_frozen_for_freeze_passes_then_may_move_back() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    let mut mech = mechanism(json!({"interval": 1000, "freeze": 3}), &m);
+    read(&mut machine, 1, &[5], 1);
+    pass(&mut mech, &mut machine, 1000);
+    assert_eq!(node_of(&machine, 5), 1);
+    // Node 0 now reads it more (cumulative counts: 64 by node 1, 128 by node 0 and growing).
+    for (p, time) in (2..=4).zip([2000, 3000, 4000]) {
+        read(&mut machine, 0, &[5], 2);
+        pass(&mut mech, &mut machine, time);
+        assert_eq!(node_of(&machine, 5), 1, "pass {p}: frozen");
+    }
+    assert_eq!(stat(&mut mech, "frozen"), 3);
+    read(&mut machine, 0, &[5], 1);
+    pass(&mut mech, &mut machine, 5000);
+    assert_eq!(node_of(&machine, 5), 0, "the freeze expired");
+    assert_eq!(stat(&mut mech, "migrations"), 2);
+    assert_eq!(stat(&mut mech, "ping_pongs"), 1, "back to the node it left");
+}
+
+#[test]
+fn ties_and_pages_below_the_threshold_stay() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    let mut mech = mechanism(json!({"interval": 1000, "min_samples": 100}), &m);
+    read(&mut machine, 1, &[7], 1); // 64 samples, below 100
+    read(&mut machine, 0, &[8], 1);
+    read(&mut machine, 1, &[8], 1); // a tie: 64 and 64
+    pass(&mut mech, &mut machine, 1000);
+    assert_eq!([7, 8].map(|p| node_of(&machine, p)), [0, 0]);
+    assert_eq!(stat(&mut mech, "migrations"), 0);
+    assert_eq!(stat(&mut mech, "below_threshold"), 1);
+}
+
+#[test]
+fn stop_the_world_holds_every_thread_until_the_copies_are_done() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    // 1 GHz: 98 us a page is 98,000 cycles; a 5,000-cycle pause.
+    let mut mech = mechanism(json!({"interval": 1000, "pause_time": "5us"}), &m);
+    read(&mut machine, 1, &[1, 2], 1);
+    let stalls = pass(&mut mech, &mut machine, 1000);
+    let resume = 1000 + 5000 + 2 * 98_000;
+    assert_eq!(stalls, vec![(CoreId(0), resume - 1010), (CoreId(1), resume - 1030)]);
+    let mut background = mechanism(json!({"interval": 1000, "mode": "background", "shootdown_time": "3us"}), &m);
+    read(&mut machine, 1, &[3], 1);
+    let stalls = pass(&mut background, &mut machine, 2000);
+    assert_eq!(stalls, vec![(CoreId(0), 3000), (CoreId(1), 3000)]);
+}
+
+#[test]
+fn a_dirty_line_of_a_moved_page_is_written_back_to_the_old_node() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    let mut mech = mechanism(json!({"interval": 1000}), &m);
+    let store = Access { addr: VirtAddr(9 * PAGE), pc: VirtAddr(0), instrs: 1, size: 8, kind: AccessKind::Store };
+    machine.access(CoreId(1), TaskId(1), ASID, &store);
+    let writes = machine.node_stats()[0].writes;
+    pass(&mut mech, &mut machine, 1000);
+    assert_eq!(node_of(&machine, 9), 1);
+    assert_eq!(stat(&mut mech, "dirty_lines"), 1);
+    assert_eq!(machine.node_stats()[0].writes, writes + 1);
+}
+
+#[test]
+fn a_run_moves_serially_initialised_pages_to_the_threads_that_use_them() {
+    // CG's master thread touches every page on board 0 (first touch); the
+    // threads then read their rows: the pass moves pages to their boards.
+    let run = |mechanisms: Value| {
+        let doc = json!({
+            "machine": {"preset": "numa-sunfire6800", "sampler": {"mode": "interval", "period": 64}},
+            "tasks": [{"workload": {"kind": "cg", "params": {"threads": 12, "rows": 4000, "init": "serial"}},
+                       "count": 12, "asid": 1, "bind": "spread"}],
+            "mechanisms": mechanisms,
+        });
+        let mut engine = Engine::new(config::from_value(doc).unwrap(), None).unwrap();
+        engine.run(&mut |_| Ok(())).unwrap()
+    };
+    let plain = run(json!([]));
+    let migrated = run(json!([{"kind": "page-migration", "params": {"interval": "1ms", "copy_time": "10us"}}]));
+    let stats: std::collections::HashMap<_, _> = migrated.mechanisms[0].stats.iter().cloned().collect();
+    assert!(stats["passes"] >= 2 && stats["migrations"] > 0, "{stats:?}");
+    let remote = |r: &cachesched_core::results::Results| {
+        let reads: u64 = r.memory.iter().map(|n| n.reads).sum();
+        r.memory.iter().map(|n| n.remote_reads).sum::<u64>() as f64 / reads as f64
+    };
+    assert!(remote(&migrated) < remote(&plain) * 0.95, "{} vs {}", remote(&migrated), remote(&plain));
+}

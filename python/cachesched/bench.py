@@ -11,9 +11,12 @@ and times, in the same command so that machine noise hits both alike:
 4. a scheduling scenario on the same accesses: 64 tasks (each a slice of
    the trace) on 2 sockets x 8 cores of the standard machine, round-robin
    with a 1 ms quantum and load balancing, with and without miss attribution
-   on the L2 and the LLC.
+   on the L2 and the LLC;
+5. a NUMA scenario on the same accesses: 16 threads of one process (each a
+   slice of the trace) bound on 4 sockets of 4 cores with a node each,
+   their caches coherent (MESI) and the interconnect sampled.
 
-With ``--repeat``, runs 1 and 4 take turns (the best of each counts), so a
+With ``--repeat``, runs 1, 4 and 5 take turns (the best of each counts), so a
 change in the host's load between repeats moves their ratio less.
 
 It prints accesses per second for each and the ratios. Figures are recorded
@@ -131,6 +134,31 @@ def _scheduling(path: Path, accesses: int, attribution: bool) -> tuple[float, ob
     return time.perf_counter() - start, results
 
 
+#: Threads of the NUMA scenario, and their nodes.
+THREADS, NODES = 16, 4
+
+
+def numa_config(path: Path, accesses: int) -> dict:
+    """The NUMA scenario: ``THREADS`` threads of one process, each reading
+    its own slice of the benchmark trace (the same arrays and heap: shared
+    lines), bound over 4 sockets of 4 cores with a node each, their caches
+    kept coherent and the interconnect sampled every 1024th transaction."""
+    per = accesses // THREADS
+    return {
+        "machine": {"preset": "standard", "sockets": NODES, "cores_per_socket": THREADS // NODES,
+                    "memory": {"remote_latency_cycles": 300}, "sampler": {"mode": "interval", "period": 1024}},
+        "tasks": [{"name": f"thread{i}", "asid": 1, "affinity": [i], "workload": {"kind": "trace", "params": {
+            "path": str(path), "skip": i * per, "limit": per}}} for i in range(THREADS)],
+        "scheduler": {"kind": "pinned"},
+    }
+
+
+def _numa(path: Path, accesses: int) -> tuple[float, object]:
+    start = time.perf_counter()
+    results = simulate(numa_config(path, accesses))
+    return time.perf_counter() - start, results
+
+
 def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = True,
         cache_dir: Path | None = None, out=print) -> dict:
     """Run the benchmark; returns the figures (also printed through ``out``)."""
@@ -144,11 +172,13 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
 
     # The single task and the scenarios in turn, the best of each counting:
     # a change in the host's load between repeats then hits all three alike.
-    runs: dict[str, list[tuple[float, object]]] = {"single": [], "scheduling": [], "scheduling_attribution": []}
+    runs: dict[str, list[tuple[float, object]]] = {"single": [], "scheduling": [], "scheduling_attribution": [],
+                                                    "numa": []}
     for _ in range(repeat):
         runs["single"].append(_ours(path, {"preset": "standard"}))
         runs["scheduling"].append(_scheduling(path, accesses, False))
         runs["scheduling_attribution"].append(_scheduling(path, accesses, True))
+        runs["numa"].append(_numa(path, accesses))
     best = {key: min(timings, key=lambda r: r[0]) for key, timings in runs.items()}
     seconds, results = best["single"]
     figures["ours_tlb"] = accesses / seconds
@@ -164,6 +194,15 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
         out(f"scheduling, {TASKS} tasks on 16 cores, {what + ':':<27} {figures[key] / 1e6:5.1f} M accesses/s, "
             f"{figures[f'{key}_ratio']:.2f} x single-task ({sched.summary['switches']:,} switches, "
             f"{sched.summary['migrations']:,} migrations)")
+
+    seconds, numa = best["numa"]
+    figures["numa"] = numa.summary["accesses"] / seconds
+    figures["numa_ratio"] = figures["numa"] / figures["ours_tlb"]
+    traffic = numa.traffic
+    share = traffic.sampled.sum() / traffic[["read_shared", "read_own", "upgrade", "writeback"]].to_numpy().sum()
+    out(f"NUMA, {THREADS} threads of one process on {NODES} nodes, coherent, sampled: {figures['numa'] / 1e6:5.1f} "
+        f"M accesses/s, {figures['numa_ratio']:.2f} x single-task ({traffic.cache_to_cache.sum():,} "
+        f"cache-to-cache transfers, {share:.2%} of transactions sampled)")
 
     equivalent = reference.equivalent_machine(GEOMETRY)
     seconds, same = min((_ours(path, equivalent) for _ in range(repeat)), key=lambda r: r[0])

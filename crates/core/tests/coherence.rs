@@ -5,6 +5,7 @@
 //! single core's run unchanged by coherence.
 
 use cachesched_core::config;
+use cachesched_core::mem::attribution::Attributed;
 use cachesched_core::mem::machine::{Machine, MachineParams, Protocol};
 use cachesched_core::{Access, AccessKind, CoreId, VirtAddr};
 use proptest::prelude::*;
@@ -114,4 +115,19 @@ fn one_core_alone_runs_the_same_with_or_without_coherence() {
         assert_eq!(a.memory, b.memory, "{inclusion}");
         assert!(a.traffic.iter().all(|t| t.cache_to_cache == 0 && t.upgrade == 0));
     }
+}
+
+#[test]
+fn the_l1_shortcuts_give_what_the_general_path_gives_under_coherence() {
+    // With TLBs the L1 shortcuts run (stores to lines not owned leave them
+    // for the general path's snoop); attributing the L1D turns them off.
+    let mut m = machine("non-inclusive", true);
+    m.tlb = config::machine_from_value(json!({"machine": {}})).unwrap().tlb;
+    let general = MachineParams { attribution: vec![Attributed::L1d], ..m.clone() };
+    let refs = references(99, 20_000);
+    let (a, b) = (Machine::replay(&m, 1, &refs).unwrap(), Machine::replay(&general, 1, &refs).unwrap());
+    assert_eq!(a.caches, b.caches);
+    assert_eq!(a.traffic, b.traffic);
+    assert_eq!(a.memory, b.memory);
+    assert!(a.traffic.iter().map(|t| t.upgrade + t.cache_to_cache).sum::<u64>() > 0);
 }

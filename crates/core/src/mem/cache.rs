@@ -294,14 +294,17 @@ impl Meta {
     const DIRTY: u32 = 1 << 31;
     const PREFETCHED: u32 = 1 << 30;
     const MIGRATED: u32 = 1 << 29;
+    /// Under coherence: no cache off this core's paths holds the line (a
+    /// store needs no snoop).
+    const EXCLUSIVE: u32 = 1 << 28;
     /// The owner bits of [`TaskId::NONE`].
-    const NO_OWNER: u32 = Meta::MIGRATED - 1;
+    const NO_OWNER: u32 = Meta::EXCLUSIVE - 1;
     /// An empty way.
     const EMPTY: Meta = Meta(Meta::NO_OWNER);
 
     #[inline]
     fn new(owner: TaskId, dirty: bool) -> Meta {
-        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 29 bits");
+        debug_assert!(owner == TaskId::NONE || owner.0 < Meta::NO_OWNER, "task ids fit 28 bits");
         Meta((owner.0 & Meta::NO_OWNER) | (dirty as u32) << 31)
     }
 
@@ -420,6 +423,14 @@ impl<H: HitUpdate> HitRun<'_, H> {
     /// Ways per set.
     pub fn ways(&self) -> usize {
         self.state.ways
+    }
+
+    /// Whether the line in `slot` is dirty or known exclusive
+    /// ([`Cache::owned_at`]), in a cache of `WAYS` ways (0: any).
+    #[inline(always)]
+    pub fn owned<const WAYS: usize>(&self, slot: Slot) -> bool {
+        let at = slot.set * if WAYS == 0 { self.state.ways } else { WAYS } + slot.way;
+        self.state.meta[at].0 & (Meta::DIRTY | Meta::EXCLUSIVE) != 0
     }
 
     /// A demand hit on `slot`, as [`Cache::touch_hit`], in a cache of
@@ -912,10 +923,18 @@ impl Cache {
         ev
     }
 
-    /// Whether the line in `slot` is dirty.
+    /// Whether the line in `slot` is dirty or known to be the only copy
+    /// outside its core's caches (coherence: a store to it is silent).
     #[inline]
-    pub fn dirty_at(&self, slot: Slot) -> bool {
-        self.meta[self.at(slot)].dirty()
+    pub fn owned_at(&self, slot: Slot) -> bool {
+        self.meta[self.at(slot)].0 & (Meta::DIRTY | Meta::EXCLUSIVE) != 0
+    }
+
+    /// The line just filled ([`Cache::last_slot`]) is the only copy outside
+    /// its core's caches.
+    pub fn mark_exclusive(&mut self) {
+        let i = self.at(self.last);
+        self.meta[i].0 |= Meta::EXCLUSIVE;
     }
 
     /// Remove the line in `slot` because another core wrote it.
@@ -924,12 +943,13 @@ impl Cache {
         self.take(slot)
     }
 
-    /// The line in `slot` is read by another core: if dirty, it becomes
-    /// clean (its data goes to memory); returns whether it was dirty.
-    pub fn clean(&mut self, slot: Slot) -> bool {
+    /// The line in `slot` is read by another core: it is shared from now
+    /// on, and if dirty it becomes clean (its data goes to memory); returns
+    /// whether it was dirty.
+    pub fn share(&mut self, slot: Slot) -> bool {
         let i = self.at(slot);
         let dirty = self.meta[i].dirty();
-        self.meta[i].0 &= !Meta::DIRTY;
+        self.meta[i].0 &= !(Meta::DIRTY | Meta::EXCLUSIVE);
         self.stats.coherence_cleans += dirty as u64;
         dirty
     }

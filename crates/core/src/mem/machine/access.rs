@@ -20,12 +20,25 @@ impl Part<'_> {
 
     /// [`Machine::access_batch`] on the socket's core `c`.
     pub(super) fn access_batch(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
-        if self.coherence.is_some() {
-            return self.access_batch_timed(c, task, asid, batch);
+        match self.coherence.is_some() {
+            false => self.batch::<false>(c, task, asid, batch),
+            true => self.batch::<true>(c, task, asid, batch),
         }
+    }
+
+    /// The batch, with coherence (`C`: the shortcuts leave stores that may
+    /// need a snoop to the general path, and each reference that may make
+    /// a transaction is told its time, its core's clock as it issues) or
+    /// without.
+    #[inline(always)]
+    fn batch<const C: bool>(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
         let mut tally = Tally::default();
         let mut stall = 0u64;
         let mut next = 0;
+        // Under coherence: the core's clock when the batch began, and the
+        // instructions run since.
+        let start = if C { self.coherence.as_deref().map_or(0, |co| co.clock()) } else { 0 };
+        let mut instructions = 0u64;
         while next < batch.len() {
             // Migration prefetches issue between references, one at a time.
             let draining = !self.migration_queues[c].lines.is_empty();
@@ -33,20 +46,31 @@ impl Part<'_> {
             // for a lone data reference between instruction fetches.
             let fetch = |i: usize| batch.get(i).is_some_and(|a| a.kind == AccessKind::Ifetch);
             if self.k.shortcuts && !draining && !fetch(next) && !fetch(next + 1) {
-                let (hits, cycles, stop) = self.l1_run(c, task, asid, &batch[next..], &mut tally);
+                let (hits, cycles, stop) = self.l1_run::<C>(c, task, asid, &batch[next..], &mut tally);
+                if C {
+                    instructions += batch[next..next + hits].iter().map(|a| a.instrs as u64).sum::<u64>();
+                }
                 next += hits;
                 stall += cycles;
                 if next == batch.len() {
                     break;
                 }
+                if C {
+                    self.issue_at(start, instructions + batch[next].instrs as u64, stall);
+                }
                 if let Some(latency) = self.resume(c, task, asid, &batch[next], stop, &mut tally) {
                     stall += latency as u64;
+                    instructions += batch[next].instrs as u64;
                     next += 1;
                     continue;
                 }
             }
             let a = &batch[next];
-            let latency = self.general(c, task, asid, a, &mut tally);
+            if C {
+                instructions += a.instrs as u64;
+                self.issue_at(start, instructions, stall);
+            }
+            let latency = self.general::<C>(c, task, asid, a, &mut tally);
             stall += latency as u64;
             if draining {
                 self.drain_migration_queue(c, a.instrs as f64 * self.k.base_cpi + latency as f64);
@@ -56,37 +80,24 @@ impl Part<'_> {
         self.close_batch(c, task, batch, &tally, stall)
     }
 
-    /// [`Part::access_batch`] under coherence: no shortcuts, and each
-    /// reference's time (its core's clock as it issues) told to the
-    /// interconnect sampler.
-    fn access_batch_timed(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
-        let mut tally = Tally::default();
-        let mut stall = 0u64;
-        let mut instructions = 0u64;
-        let start = self.coherence.as_deref().map_or(0, |co| co.clock());
-        for a in batch {
-            instructions += a.instrs as u64;
-            let now = start + (instructions as f64 * self.k.base_cpi) as u64 + stall;
-            if let Some(co) = self.coherence.as_deref_mut() {
-                co.issue_at(now);
-            }
-            let latency = self.general(c, task, asid, a, &mut tally);
-            stall += latency as u64;
-            if !self.migration_queues[c].lines.is_empty() {
-                self.drain_migration_queue(c, a.instrs as f64 * self.k.base_cpi + latency as f64);
-            }
+    /// Under coherence: the reference about to run issues after
+    /// `instructions` of the batch and `stall` cycles from `start`.
+    #[inline(always)]
+    fn issue_at(&mut self, start: u64, instructions: u64, stall: u64) {
+        let now = start + (instructions as f64 * self.k.base_cpi) as u64 + stall;
+        if let Some(co) = self.coherence.as_deref_mut() {
+            co.issue_at(now);
         }
-        self.close_batch(c, task, batch, &tally, stall)
     }
 
     /// One reference by the general path.
     #[inline(always)]
-    fn general(&mut self, c: usize, task: TaskId, asid: Asid, a: &Access, tally: &mut Tally) -> u32 {
+    fn general<const C: bool>(&mut self, c: usize, task: TaskId, asid: Asid, a: &Access, tally: &mut Tally) -> u32 {
         let req = Req { kind: a.kind.into(), pc: a.pc, task };
         let first = a.addr.0 >> self.k.line_shift;
         let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> self.k.line_shift;
         if first == last {
-            self.access_one(c, &req, asid, a.addr.0, first, tally)
+            self.access_one::<C>(c, &req, asid, a.addr.0, first, tally)
         } else {
             self.access_split(c, &req, asid, a)
         }
@@ -159,7 +170,7 @@ impl Part<'_> {
 
     /// A reference within one line: the common case, kept short.
     #[inline(always)]
-    pub(super) fn access_one(
+    pub(super) fn access_one<const C: bool>(
         &mut self,
         c: usize,
         req: &Req,
@@ -169,10 +180,10 @@ impl Part<'_> {
         tally: &mut Tally,
     ) -> u32 {
         let fast = if self.k.shortcuts {
-            if let Some(latency) = self.repeat(c, req, asid, vline, tally) {
+            if let Some(latency) = self.repeat::<C>(c, req, asid, vline, tally) {
                 return latency;
             }
-            self.l1_hit(c, req, asid, vaddr, vline, tally)
+            self.l1_hit::<C>(c, req, asid, vaddr, vline, tally)
         } else {
             Fast::Untranslated
         };

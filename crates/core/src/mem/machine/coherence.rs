@@ -8,10 +8,12 @@
 //! some address space has more than one task ([`Machine::enable_coherence`]);
 //! a run of single-threaded tasks pays nothing for it.
 //!
-//! The states are not stored: a line's state follows from where copies are.
-//! A dirty copy is Modified, and the protocol keeps it the only copy outside
-//! its core's own caches; a clean copy is Shared if a cache off its core's
-//! paths holds the line, else Exclusive. The rules, for a request of core
+//! The states follow from where copies are. A dirty copy is Modified, and
+//! the protocol keeps it the only copy outside its core's own caches; a
+//! clean copy is Shared if a cache off its core's paths holds the line, else
+//! Exclusive. An L1 line filled by a read whose snoop found no other copy
+//! carries an exclusive mark, cleared when another core reads the line: a
+//! store to it needs no snoop (the snoop would find nothing). The rules, for a request of core
 //! `c` (its "own" caches are those on its paths: its L1s, its L2, its
 //! socket's LLC; every other cache is snooped):
 //! - a store that finds the line dirty in its L1 is silent (M);
@@ -125,8 +127,12 @@ pub struct Coherence {
     /// Transactions the sampler has yet to see, held until every core's
     /// clock has passed them, so that it sees them in time order.
     pending: Vec<Pending>,
+    ready: Vec<Pending>,
     /// Whether the last snoop found a dirty copy (the data comes from it).
     c2c: bool,
+    /// The line of the last read snoop, if it found no copy: its fills are
+    /// Exclusive (a prefetch's snoop in between only loses the mark).
+    pub(super) alone: Option<LineAddr>,
     /// Per core, per home node.
     traffic: Vec<Traffic>,
     /// The interconnect sampler, if the machine has one.
@@ -181,7 +187,9 @@ impl Coherence {
             clock: 0,
             at: 0,
             pending: Vec::new(),
+            ready: Vec::new(),
             c2c: false,
+            alone: None,
             traffic,
             sampler: None,
         }
@@ -217,9 +225,17 @@ impl Coherence {
     /// transactions made before `horizon`.
     pub(super) fn sample_until(&mut self, horizon: u64) {
         let Some(sampler) = &mut self.sampler else { return };
-        self.pending.sort_by_key(|p| p.at);
-        let ready = self.pending.partition_point(|p| p.at < horizon);
-        for p in self.pending.drain(..ready) {
+        let ready = &mut self.ready;
+        self.pending.retain(|p| {
+            let due = p.at < horizon;
+            if due {
+                ready.push(*p);
+            }
+            !due
+        });
+        // Stable: ties stay in the order made.
+        ready.sort_by_key(|p| p.at);
+        for p in ready.drain(..) {
             let sampled = sampler.observe(p.at, p.node, p.frame, p.writeback);
             self.traffic[p.row as usize].sampled += sampled as u64;
         }
@@ -289,15 +305,17 @@ impl Part<'_> {
     #[inline(never)]
     pub(super) fn snoop_read(&mut self, line: LineAddr) -> bool {
         let Some(co) = self.coherence.as_deref_mut() else { return false };
-        let mut holder = None;
+        let (mut holder, mut found) = (None, false);
         for &o in &co.others[co.core] {
             let cache = &mut self.caches[o as usize];
             if let Some(slot) = cache.find(line) {
-                if cache.clean(slot) {
+                found = true;
+                if cache.share(slot) {
                     holder = Some(co.cache_node[o as usize]);
                 }
             }
         }
+        co.alone = (!found).then_some(line);
         let Some(holder) = holder else { return false };
         co.c2c = true;
         self.memory_written(line, holder);

@@ -16,7 +16,7 @@ impl Part<'_> {
     /// a write-through store), having changed nothing for it. Returns the
     /// references it ran, their cycles and where it stopped.
     #[inline(never)]
-    pub(super) fn l1_run(
+    pub(super) fn l1_run<const C: bool>(
         &mut self,
         c: usize,
         task: TaskId,
@@ -49,13 +49,13 @@ impl Part<'_> {
             };
             let (Some(tlb), Some(l1)) = (tlb.lru(n), l1.lru(n)) else { return NONE };
             match strides {
-                (4, 4) => run.hits::<_, _, 4, 4>(tlb, l1, batch, tally),
-                (4, 8) => run.hits::<_, _, 4, 8>(tlb, l1, batch, tally),
-                (4, 12) => run.hits::<_, _, 4, 12>(tlb, l1, batch, tally),
-                _ => run.hits::<_, _, 0, 0>(tlb, l1, batch, tally),
+                (4, 4) => run.hits::<_, _, 4, 4, C>(tlb, l1, batch, tally),
+                (4, 8) => run.hits::<_, _, 4, 8, C>(tlb, l1, batch, tally),
+                (4, 12) => run.hits::<_, _, 4, 12, C>(tlb, l1, batch, tally),
+                _ => run.hits::<_, _, 0, 0, C>(tlb, l1, batch, tally),
             }
         } else {
-            run.hits::<_, _, 0, 0>(tlb, l1, batch, tally)
+            run.hits::<_, _, 0, 0, C>(tlb, l1, batch, tally)
         };
         if ran > 0 {
             memos[c][0] = memo;
@@ -68,7 +68,7 @@ impl Part<'_> {
     /// hit is tallied and the line handed back, so the general path does not
     /// look the TLB up again; on an L1 TLB miss nothing has changed.
     #[inline(always)]
-    pub(super) fn l1_hit(
+    pub(super) fn l1_hit<const C: bool>(
         &mut self,
         c: usize,
         req: &Req,
@@ -89,8 +89,10 @@ impl Part<'_> {
         tally.tlb[class] += 1;
         let line = line_in_frame(frame, vline, *page_shift, *line_shift);
         let cache = &mut caches[ports.path(req.kind).at(0)];
+        let store = req.kind == ReqKind::Store;
         let slot = match cache.find(line) {
-            Some(slot) if cache.write_back || req.kind != ReqKind::Store => slot,
+            // Under coherence (`C`) a store to a line not owned snoops first.
+            Some(slot) if !store || (cache.write_back && (!C || cache.owned_at(slot))) => slot,
             _ => return Fast::Translated(line, tlb.latency_cycles),
         };
         cache.touch_hit(slot, req);
@@ -105,7 +107,18 @@ impl Part<'_> {
     /// recent one, and the policies say a repeated hit changes nothing, tally
     /// the hits without any lookup. Returns `None` to take the full path.
     #[inline(always)]
-    pub(super) fn repeat(&mut self, c: usize, req: &Req, asid: Asid, vline: u64, tally: &mut Tally) -> Option<u32> {
+    pub(super) fn repeat<const C: bool>(
+        &mut self,
+        c: usize,
+        req: &Req,
+        asid: Asid,
+        vline: u64,
+        tally: &mut Tally,
+    ) -> Option<u32> {
+        if C && req.kind == ReqKind::Store {
+            // A store may need a snoop: the general path decides.
+            return None;
+        }
         let class = (req.kind == ReqKind::Ifetch) as usize;
         let memo = self.memos[c][class];
         if memo.vline != vline + 1 || memo.asid != asid.0 {
@@ -145,11 +158,12 @@ struct HitRunCtx {
 
 impl HitRunCtx {
     /// The run itself, with the TLB's and the L1's policies as `T` and `L`
-    /// and their ways (and fingerprints) per set as `TS` and `LS` (0: any), one body
-    /// per combination the machine picks. Returns the references it ran,
+    /// and their ways (and fingerprints) per set as `TS` and `LS` (0: any),
+    /// and `C` whether caches are coherent (a store to a line not owned
+    /// then ends the run), one body per combination the machine picks. Returns the references it ran,
     /// the memo of the last line, their cycles and where it stopped.
     #[inline(always)]
-    fn hits<T: HitUpdate, L: HitUpdate, const TS: usize, const LS: usize>(
+    fn hits<T: HitUpdate, L: HitUpdate, const TS: usize, const LS: usize, const C: bool>(
         &self,
         mut tlb: tlb::HitRun<'_, T>,
         mut l1: cache::HitRun<'_, L>,
@@ -190,6 +204,10 @@ impl HitRunCtx {
                     (tslot, slot)
                 }
             };
+            if C && store && !l1.owned::<LS>(slot) {
+                // Under coherence: the store snoops first, on the general path.
+                break;
+            }
             tlb.touch::<TS>(tslot);
             l1.touch_hit::<LS>(slot, &Req { kind: a.kind.into(), pc: a.pc, task });
             stores += store as u64;

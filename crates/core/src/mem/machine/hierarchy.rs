@@ -65,8 +65,8 @@ impl Part<'_> {
         let Some(slot) = self.caches[c].find(line) else {
             return self.miss_at(path, i, line, req, node);
         };
-        if i == 0 && req.kind == ReqKind::Store && self.coherence.is_some() && !self.caches[c].dirty_at(slot) {
-            // Not Modified: copies elsewhere must go before the write.
+        if i == 0 && req.kind == ReqKind::Store && self.coherence.is_some() && !self.caches[c].owned_at(slot) {
+            // Neither Modified nor known Exclusive: copies elsewhere must go first.
             let (found, _) = self.snoop_write(line);
             self.snooped(line, true, false, found);
         }
@@ -104,7 +104,12 @@ impl Part<'_> {
         let snoop = match self.coherence.is_some() {
             true if i == 0 && req.kind == ReqKind::Store => Some((true, self.snoop_write(line).0)),
             true if self.snoops_at(c, req.kind) => Some((false, self.snoop_read(line))),
-            _ => None,
+            true => {
+                // A hit in the private levels below says nothing of other copies.
+                self.coherence.as_deref_mut().expect("coherent").alone = None;
+                None
+            }
+            false => None,
         };
         if i == 0 {
             // The levels below are searched next: have the host bring their
@@ -148,6 +153,9 @@ impl Part<'_> {
         let filled = self.caches[c].fill(line, dirty, req);
         if let Filled::Placed(_) = filled {
             self.place(c, req, line);
+            if i == 0 && !dirty && self.coherence.as_deref().is_some_and(|co| co.alone == Some(line)) {
+                self.caches[c].mark_exclusive();
+            }
         }
         match filled {
             Filled::Placed(Some(victim)) => self.evicted(path, i, victim, req.task),

@@ -104,8 +104,6 @@ impl Machine {
         let mut coherence = Coherence::new(&cores, &self.cache_node, self.k.nodes);
         coherence.sampler = self.sampler.as_ref().map(|(p, ghz)| Sampler::new(p, *ghz, self.k.nodes));
         self.coherence = Some(Box::new(coherence));
-        // The L1 shortcuts take store hits on clean lines without a snoop.
-        self.k.shortcuts = false;
         self.wide = Some(Box::new(super::Wide { cores, uppers }));
     }
 

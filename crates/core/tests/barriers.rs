@@ -163,3 +163,19 @@ fn barriers_keep_runs_deterministic() {
     let b = serde_json::to_value(&ep_pair(None).summary).unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn threads_without_work_in_some_phases_cross_several_barriers_at_once() {
+    // MG on a 16-point grid with 4 threads: the coarse grids have fewer
+    // planes than threads, so threads 2 and 3 cross several barriers in
+    // one fill while 0 and 1 wait at the first of them; those must go on.
+    for threads in [4u32, 12] {
+        let r = run(json!({
+            "machine": {"preset": "standard", "sockets": 2, "cores_per_socket": 6},
+            "tasks": [{"workload": {"kind": "mg", "params": {"threads": threads, "accesses": 20_000, "grid": 16}},
+                       "count": threads, "asid": 1}],
+        }));
+        assert_eq!(r.tasks.len(), threads as usize);
+        assert!(r.tasks.iter().all(|t| t.stats.accesses > 0), "{threads} threads");
+    }
+}

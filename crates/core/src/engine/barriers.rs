@@ -25,6 +25,9 @@ impl Engine {
         if behind {
             self.tasks[ti].blocked = true;
             self.cores[c].pending = true;
+            // It may have passed barriers that others wait at (phases in
+            // which it had no work): they go on.
+            self.release(g, self.cores[c].clock)?;
             return Ok(true);
         }
         // The last to arrive in the run's order, not always in time: it

@@ -622,7 +622,9 @@ impl Engine {
             .filter(|&d| d != c && (self.running[d].is_some() || self.needs_decision(d)))
             .map(|d| self.cores[d].clock);
         let Some(target) = busy.chain(self.next_tick).min() else {
-            let waiting: Vec<String> = self.queues.iter().flatten().map(|t| t.to_string()).collect();
+            let mut waiting: Vec<String> = self.queues.iter().flatten().map(|t| t.to_string()).collect();
+            let blocked = (0..self.tasks.len()).filter(|&t| self.tasks[t].blocked);
+            waiting.extend(blocked.map(|t| format!("{} (at barrier {})", TaskId(t as u32), self.tasks[t].crossed)));
             return Err(Error::Simulation(format!(
                 "scheduler '{}' leaves every core idle while tasks wait: {}",
                 self.policy(),

@@ -23,6 +23,8 @@ STUDIES = {
                   "TLB preservation and migration prefetching (spec tlb-preservation-and-migration-prefetch.md)"),
     "ets": ("cachesched.studies.ets",
             "replacement policies and elastic time slicing (spec elastic-time-slicing.md)"),
+    "numa": ("cachesched.studies.numa",
+             "profile-driven NUMA page migration with interconnect sampling (spec numa-page-migration.md)"),
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .._files import staged
@@ -107,3 +108,18 @@ class Claims:
         with staged(path) as temp:
             self.frame().to_csv(temp, index=False)
         return path
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """``x`` as a percentage (``n/a`` if missing)."""
+    return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:.{digits}f}%"
+
+
+def claim(cid: str, measured: str, verdict: str, why: str = "") -> dict:
+    """A part's judgement of claim ``cid`` (:func:`cachesched.studies.runs.record_claims`)."""
+    return {"id": cid, "measured": measured, "verdict": verdict, "why": why}
+
+
+def grade(ok: bool, close: bool) -> str:
+    """``holds`` if ok, else ``partly`` if close, else ``does not hold``."""
+    return "holds" if ok else "partly" if close else "does not hold"

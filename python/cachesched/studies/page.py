@@ -10,6 +10,7 @@ it loads nothing from the network or from beside it.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,3 +112,24 @@ def write(out: Path, title: str, intro: str, sections: list[Section], claims: Cl
     path = out / "index.html"
     write_text(path, render(title, intro, sections, claims))
     return path
+
+
+def method(doc: str) -> str:
+    """A part module's docstring as the HTML of its method: paragraphs, its
+    ``- `` lists as lists, ````code```` as code, Sphinx roles as plain names."""
+    text = html.escape(re.sub(r":\w+:`\.?([^`]+)`", r"\1", doc))
+    text = re.sub(r"``([^`]+)``", r"<code>\1</code>", text)
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = [line.strip() for line in block.splitlines()]
+        if lines[0].startswith("- "):
+            items: list[str] = []
+            for line in lines:
+                if line.startswith("- "):
+                    items.append(line[2:])
+                else:
+                    items[-1] += " " + line
+            out.append("<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
+        else:
+            out.append(f"<p>{' '.join(lines)}</p>")
+    return "\n".join(out)

@@ -13,7 +13,6 @@ reported in *spec milliseconds*: cycles / Q x 2.5.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .. import runs
+from ..claims import claim, grade, pct  # noqa: F401 (the parts import them from here)
+from ..page import method  # noqa: F401
 
 Simulate = Callable[[Sequence[dict]], Sequence[object]]
 
@@ -192,20 +193,6 @@ def geomean(values) -> float:
     return float(np.exp(np.log(v).mean())) if len(v) else float("nan")
 
 
-def pct(x: float, digits: int = 1) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:.{digits}f}%"
-
-
-def claim(cid: str, measured: str, verdict: str, why: str = "") -> dict:
-    """A part's judgement of claim ``cid`` (:func:`cachesched.studies.runs.record_claims`)."""
-    return {"id": cid, "measured": measured, "verdict": verdict, "why": why}
-
-
-def grade(ok: bool, close: bool) -> str:
-    """``holds`` if ok, else ``partly`` if close, else ``does not hold``."""
-    return "holds" if ok else "partly" if close else "does not hold"
-
-
 #: Programs of the quick study (tiny traces: whole runs of 3M to 28M
 #: instructions, recorded in seconds each).
 QUICK_PROGRAMS = ("bzip2", "hmmer", "mcf", "omnetpp")
@@ -252,24 +239,3 @@ def notes(ctx: Any) -> str:
             f"{s.scale.factor}x (Q = {s.scale.quantum:,} cycles, Table 1 thresholds "
             f"{'/'.join(map(str, s.scale.thresholds))}), {s.scale.mix_size} tasks per core; times in spec ms "
             "(cycles / Q x 2.5). Methodology: docs/elastic-time-slicing.md, \u201cThe study\u201d.</p>")
-
-
-def method(doc: str) -> str:
-    """A part module's docstring as the HTML of its method: paragraphs, its
-    ``- `` lists as lists, ````code```` as code, Sphinx roles as plain names."""
-    text = html.escape(re.sub(r":\w+:`\.?([^`]+)`", r"\1", doc))
-    text = re.sub(r"``([^`]+)``", r"<code>\1</code>", text)
-    out = []
-    for block in text.strip().split("\n\n"):
-        lines = [line.strip() for line in block.splitlines()]
-        if lines[0].startswith("- "):
-            items: list[str] = []
-            for line in lines:
-                if line.startswith("- "):
-                    items.append(line[2:])
-                else:
-                    items[-1] += " " + line
-            out.append("<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
-        else:
-            out.append(f"<p>{' '.join(lines)}</p>")
-    return "\n".join(out)

@@ -190,3 +190,25 @@ fn a_run_moves_serially_initialised_pages_to_the_threads_that_use_them() {
     };
     assert!(remote(&migrated) < remote(&plain) * 0.95, "{} vs {}", remote(&migrated), remote(&plain));
 }
+
+#[test]
+fn a_page_no_node_dominates_is_interleaved_when_asked() {
+    // Cores 0 and 1 (nodes 0 and 1) read pages 6 and 7 equally (50% each,
+    // below 0.6): page 6 belongs on node 6 mod 2 = 0, where it is, page 7
+    // moves to node 1; page 8, which core 1 alone reads, moves to node 1.
+    let m = machine();
+    let mut machine = new_machine(&m);
+    let mut mech = mechanism(json!({"interval": 1000, "interleave_below": 0.6}), &m);
+    read(&mut machine, 0, &[6, 7], 1);
+    read(&mut machine, 1, &[6, 7, 8], 1);
+    pass(&mut mech, &mut machine, 1000);
+    assert_eq!([6, 7, 8].map(|p| node_of(&machine, p)), [0, 1, 1]);
+    assert_eq!((stat(&mut mech, "migrations"), stat(&mut mech, "interleaved")), (2, 1));
+    // The source's policy keeps a tie where it is.
+    let mut machine = new_machine(&m);
+    let mut source = mechanism(json!({"interval": 1000}), &m);
+    read(&mut machine, 0, &[7], 1);
+    read(&mut machine, 1, &[7], 1);
+    pass(&mut source, &mut machine, 1000);
+    assert_eq!(node_of(&machine, 7), 0);
+}

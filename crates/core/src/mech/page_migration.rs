@@ -10,7 +10,9 @@
 //! not where it is. A moved page is frozen for `freeze` intervals (spec 7.1
 //! (a): a cool-down that expires). Ties keep the page where it is (7.3);
 //! a page needs `min_samples` samples to be considered (the source: none,
-//! read as one).
+//! read as one). Beyond the source, a page that no node dominates (its
+//! most-sampling node has less than `interleave_below` of its samples) can
+//! be interleaved instead, as Carrefour does with widely shared pages.
 //!
 //! Moving a page ([`Machine::migrate_page`]) points its entry at a new
 //! frame, invalidates its lines in every cache (dirty ones written back
@@ -76,6 +78,11 @@ pub struct PageMigrationParams {
     pub pause_time: Span,
     /// A TLB shootdown interrupt on a core running the process (background).
     pub shootdown_time: Span,
+    /// Carrefour's answer to pages every node shares: a page whose
+    /// most-sampling node has less than this share of its samples is
+    /// interleaved (placed on node `page mod nodes`) instead of moved to
+    /// that node; 0 (default, the source's policy) never.
+    pub interleave_below: f64,
 }
 
 impl Default for PageMigrationParams {
@@ -90,6 +97,7 @@ impl Default for PageMigrationParams {
             copy_time: Span::micros(98.0),
             pause_time: Span::cycles(0),
             shootdown_time: Span::micros(2.0),
+            interleave_below: 0.0,
         }
     }
 }
@@ -122,6 +130,12 @@ impl MechanismParams for PageMigrationParams {
             "out_of_range",
             format!("expected a factor between 0 and 1, got {}", self.decay),
         );
+        issues.check(
+            (0.0..=1.0).contains(&self.interleave_below),
+            ctx.at("interleave_below"),
+            "out_of_range",
+            format!("expected a share between 0 and 1, got {}", self.interleave_below),
+        );
         issues.finish()?;
         let nodes = ctx.machine.nodes() as usize;
         Ok(Box::new(PageMigration {
@@ -151,6 +165,8 @@ counters! {
         migrations,
         /// Moves back to a node the page had left before.
         ping_pongs,
+        /// Of the moves, pages shared evenly that were interleaved.
+        interleaved,
         /// Candidate pages skipped because they were frozen.
         frozen,
         /// Pages skipped for having fewer than `min_samples` samples.
@@ -251,20 +267,26 @@ impl Mechanism for PageMigration {
                 self.stats.below_threshold += (total > 0.0) as u64;
                 continue;
             }
-            // The most-sampled node; ties keep the page where it is.
+            // The most-sampled node; ties keep the page where it is. A page
+            // no node dominates goes to its interleaved node, if asked.
             let best = page.counts.iter().cloned().fold(f64::MIN, f64::max);
-            if page.counts[home as usize] == best {
+            let (asid, vpn) = (tlb::asid_of(key), tlb::vpn_of(key));
+            let shared = best < self.params.interleave_below * total;
+            let target = match shared {
+                true => (vpn % self.nodes as u64) as u32,
+                false => page.counts.iter().position(|&c| c == best).expect("a maximum") as u32,
+            };
+            if target == home || (!shared && page.counts[home as usize] == best) {
                 continue;
             }
             if page.moved.is_some_and(|m| self.pass - m <= self.params.freeze as u64) {
                 self.stats.frozen += 1;
                 continue;
             }
-            let target = page.counts.iter().position(|&c| c == best).expect("a maximum") as u32;
-            let (asid, vpn) = (tlb::asid_of(key), tlb::vpn_of(key));
             let Some(m) = ctx.machine.migrate_page(asid, vpn, target) else { continue };
             moved += 1;
             self.stats.migrations += 1;
+            self.stats.interleaved += shared as u64;
             self.stats.ping_pongs += (target < 64 && page.left & (1 << target) != 0) as u64;
             if m.from < 64 {
                 page.left |= 1 << m.from;

@@ -72,13 +72,13 @@ def tasks(kernel: str, size: str, bind: bool = True) -> list[dict]:
     return [entry]
 
 
-def migration(interval_cycles: int, mode: str = "stop-the-world") -> list[dict]:
+def migration(interval_cycles: int, mode: str = "stop-the-world", **params: Any) -> list[dict]:
     """The page-migration mechanism at ``interval_cycles``, its cost per page
-    scaled as the interval is (module docs)."""
+    scaled as the interval is (module docs); ``params`` add to its params."""
     scale = interval_cycles / (SOURCE_INTERVAL_S * FREQUENCY_GHZ * 1e9)
     copy = max(1, round(SOURCE_COPY_US * 1e3 * FREQUENCY_GHZ * scale))
     return [{"kind": "page-migration", "params": {"interval": int(interval_cycles), "copy_time": copy,
-                                                  "mode": mode}}]
+                                                  "mode": mode, **params}}]
 
 
 def simulator(ctx: Any, part: str):

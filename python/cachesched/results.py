@@ -254,7 +254,8 @@ class Results:
                 row[f"{kind}_misses"] = c["misses"][i]
                 row[f"{kind}_compulsory"] = c["compulsory"][i]
             for key in ("fills", "evictions", "dirty_evictions", "back_invalidations", "bypasses", "flushed",
-                        "coherence_invalidations", "coherence_cleans", "prefetch_useful", "prefetch_unused", "migrated_in", "migrated_dropped", "migrated_useful",
+                        "coherence_invalidations", "coherence_cleans", "prefetch_useful", "prefetch_unused",
+                        "migrated_in", "migrated_dropped", "migrated_useful",
                         "migrated_unused"):
                 row[key] = c[key]
             rows.append(row)
@@ -285,6 +286,14 @@ class Results:
                                      "cache_to_cache", "sampled"])
 
     @property
+    def pages(self) -> pd.DataFrame:
+        """With ``stats.pages`` and a ``machine.sampler``: one row per page
+        and requesting node with samples (``asid``, ``vpn``, ``home``: its
+        node at the end, ``node``, ``samples``); a page-migration pass takes
+        the samples it reads, so those left are the last interval's."""
+        return pd.DataFrame(self._data.get("pages", []), columns=["asid", "vpn", "home", "node", "samples"])
+
+    @property
     def mechanisms(self) -> pd.DataFrame:
         """One row per mechanism of the run (``mechanisms`` in the config, in
         order): ``index``, ``kind`` and its counters, one column each (NaN
@@ -311,6 +320,8 @@ class Results:
                   "memory": self.memory}
         if self._data.get("traffic"):
             tables["traffic"] = self.traffic
+        if self._data.get("pages"):
+            tables["pages"] = self.pages
         if self._data.get("mechanisms"):
             tables["mechanisms"] = self.mechanisms
         return tables

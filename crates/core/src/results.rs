@@ -14,7 +14,7 @@ use serde::{Serialize, Serializer};
 use crate::counters::{Counts, Level, Mpki, NodeStats, PerLevel, TaskStats};
 use crate::events::{EventRecord, Locality, Timing};
 use crate::mem::cache::CacheStats;
-use crate::mem::machine::Traffic;
+use crate::mem::machine::{SampledPage, Traffic};
 use crate::mem::tlb::TlbStats;
 
 fn ratio(a: f64, b: u64) -> f64 {
@@ -397,6 +397,10 @@ pub struct Results {
     /// left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub traffic: Vec<Traffic>,
+    /// Per sampled page and requesting node, with `stats.pages` (none:
+    /// left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<SampledPage>,
     /// Per mechanism, in the order of `mechanisms` (none: left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mechanisms: Vec<MechanismResult>,

@@ -212,3 +212,24 @@ fn a_page_no_node_dominates_is_interleaved_when_asked() {
     pass(&mut source, &mut machine, 1000);
     assert_eq!(node_of(&machine, 7), 0);
 }
+
+#[test]
+fn the_sampled_pages_and_an_oracles_placement() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    read(&mut machine, 1, &[10], 1);
+    read(&mut machine, 0, &[10, 11], 1);
+    machine.finish_sampling();
+    let rows: Vec<_> = machine.sampled_pages().iter().map(|p| (p.vpn, p.home, p.node, p.samples)).collect();
+    assert_eq!(rows, vec![(10, 0, 0, 64), (10, 0, 1, 64), (11, 0, 0, 64)]);
+    // Pages listed in page_nodes go to their node on first touch, the others where placement says.
+    let mut oracle = m.clone();
+    oracle.memory.page_nodes = serde_json::from_value(json!([{"asid": 1, "vpn": 5, "node": 1}])).unwrap();
+    let mut machine = new_machine(&oracle);
+    read(&mut machine, 0, &[5, 6], 1);
+    assert_eq!([5, 6].map(|p| node_of(&machine, p)), [1, 0]);
+    let mut bad = serde_json::to_value(&oracle).unwrap();
+    bad["memory"]["page_nodes"][0]["node"] = json!(7);
+    let err = config::machine_from_value(json!({"machine": bad})).unwrap_err().to_string();
+    assert!(err.contains("machine.memory.page_nodes[0].node"), "{err}");
+}

@@ -88,11 +88,14 @@ pub struct StatsParams {
     /// Keep the `slices` table: a row per schedule of a task (switch-in to
     /// switch-out), with the switch-miss estimate published at its end.
     pub slices: bool,
+    /// Keep the `pages` table: the interconnect sampler's samples per page
+    /// and requesting node (those a page-migration pass has not taken).
+    pub pages: bool,
 }
 
 impl Default for StatsParams {
     fn default() -> Self {
-        StatsParams { interval: None, window: None, events: true, slices: true }
+        StatsParams { interval: None, window: None, events: true, slices: true, pages: false }
     }
 }
 

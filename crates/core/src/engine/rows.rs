@@ -178,6 +178,7 @@ impl Engine {
             tlbs: m.tlbs().iter().map(|t| TlbResult { path: t.path.clone(), stats: t.stats.clone() }).collect(),
             memory: m.node_stats(),
             traffic: m.traffic().map_or_else(Vec::new, <[_]>::to_vec),
+            pages: if self.config.config.stats.pages { m.sampled_pages() } else { Vec::new() },
             mechanisms: (self.mechanisms.iter_mut().enumerate())
                 .map(|(i, mech)| MechanismResult {
                     index: i as u32,

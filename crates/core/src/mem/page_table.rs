@@ -43,6 +43,18 @@ pub enum Placement {
     Bind(u32),
 }
 
+/// A page placed on a given node when first touched (`page_nodes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageNode {
+    /// Its address space.
+    pub asid: u32,
+    /// Its virtual page number.
+    pub vpn: u64,
+    /// The node.
+    pub node: u32,
+}
+
 /// How frames are chosen within a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -171,6 +183,8 @@ pub struct PageTable {
     space_of: Vec<u32>,
     /// Set when an allocation found every node full.
     pub exhausted: bool,
+    /// Pages placed on a given node whatever `placement` says, by TLB key.
+    page_nodes: U64Map,
 }
 
 impl PageTable {
@@ -196,6 +210,14 @@ impl PageTable {
             spaces: vec![Some(Space::new(nodes))],
             space_of: Vec::new(),
             exhausted: false,
+            page_nodes: U64Map::default(),
+        }
+    }
+
+    /// Place these pages on their nodes when first touched.
+    pub fn place_pages(&mut self, pages: &[PageNode]) {
+        for p in pages {
+            self.page_nodes.insert(super::tlb::key(Asid(p.asid), p.vpn), p.node as u64);
         }
     }
 
@@ -243,6 +265,7 @@ impl PageTable {
             spaces: vec![None; self.spaces.len()],
             space_of: self.space_of.clone(),
             exhausted: false,
+            page_nodes: self.page_nodes.clone(),
         };
         for &s in spaces {
             lent.spaces[s] = self.spaces[s].take();
@@ -258,14 +281,6 @@ impl PageTable {
             }
         }
         self.exhausted |= lent.exhausted;
-    }
-
-    fn node_for(&self, vpn: u64, toucher_node: u32) -> u32 {
-        match self.placement {
-            Placement::FirstTouch => toucher_node,
-            Placement::Interleave => (vpn % self.frames.nodes as u64) as u32,
-            Placement::Bind(n) => n,
-        }
     }
 
     /// Ask the host to bring the entry of `vpn` in `asid` closer.
@@ -286,10 +301,9 @@ impl PageTable {
         if self.identity && self.frames.nodes == 1 {
             return PageEntry { frame: vpn, node: 0 };
         }
-        let node = self.node_for(vpn, toucher_node);
         let share = self.space_of(asid);
         let key = super::tlb::key(asid, vpn);
-        let PageTable { spaces, frames, exhausted, identity, .. } = self;
+        let PageTable { spaces, frames, exhausted, identity, placement, page_nodes, .. } = self;
         let space = spaces[share].as_mut().expect(LENT);
         let i = match space.slot(key) {
             Some(i) if space.entries[i] != 0 => return PageEntry::unpack(space.entries[i]),
@@ -301,6 +315,10 @@ impl PageTable {
                 space.entries.resize(space.entries.len() + LEAF_PAGES, 0);
                 leaf * LEAF_PAGES + key as usize % LEAF_PAGES
             }
+        };
+        let node = match page_nodes.get(key) {
+            Some(n) => n as u32,
+            None => node_for(*placement, frames.nodes, vpn, toucher_node),
         };
         let entry = if *identity {
             PageEntry { frame: vpn, node }
@@ -384,6 +402,15 @@ impl PageTable {
     /// Frames allocated on `node` (data and page-table pages).
     pub fn frames_used(&self, node: u32) -> u64 {
         self.spaces.iter().flatten().map(|s| s.used.get(node as usize).copied().unwrap_or(0)).sum()
+    }
+}
+
+/// The node of a page first touched by a core of `toucher_node` under `placement`.
+fn node_for(placement: Placement, nodes: u32, vpn: u64, toucher_node: u32) -> u32 {
+    match placement {
+        Placement::FirstTouch => toucher_node,
+        Placement::Interleave => (vpn % nodes as u64) as u32,
+        Placement::Bind(n) => n,
     }
 }
 

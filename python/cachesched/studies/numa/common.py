@@ -81,6 +81,16 @@ def migration(interval_cycles: int, mode: str = "stop-the-world", **params: Any)
                                                   "mode": mode, **params}}]
 
 
+def oracle_nodes(pages: pd.DataFrame) -> list[dict]:
+    """Each sampled page's most-sampling node (ties: the lowest), as
+    ``machine.memory.page_nodes``."""
+    if pages.empty:
+        return []
+    best = pages.sort_values(["asid", "vpn", "samples", "node"], ascending=[True, True, False, True])
+    best = best.drop_duplicates(["asid", "vpn"])
+    return [{"asid": int(r.asid), "vpn": int(r.vpn), "node": int(r.node)} for r in best.itertuples()]
+
+
 def simulator(ctx: Any, part: str):
     """Runs of ``part`` through the study's store."""
     return runs.simulator(ctx, f"numa-{part}-{ctx.size}")

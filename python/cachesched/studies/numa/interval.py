@@ -21,7 +21,8 @@ KERNELS = ("cg", "ft")
 
 def table(ctx) -> pd.DataFrame:
     simulate = c.simulator(ctx, "interval")
-    bound = dict(zip(KERNELS, simulate([{"machine": c.machine(ctx.size), "tasks": c.tasks(k, ctx.size)} for k in KERNELS])))
+    runs = simulate([{"machine": c.machine(ctx.size), "tasks": c.tasks(k, ctx.size)} for k in KERNELS])
+    bound = dict(zip(KERNELS, runs))
     configs, labels = [], []
     for k in KERNELS:
         base = max(1, c.cycles(bound[k]) // c.PASSES)

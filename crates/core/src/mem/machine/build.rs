@@ -102,6 +102,15 @@ impl Machine {
         let memos = vec![[Memo::default(); 2]; cores.len()];
         let migration_queues = vec![MigrationQueue::default(); cores.len()];
         let notebook = Notebook::new(caches.len(), Self::attribution(params, line_bits, seed)?);
+        let mut page_table = PageTable::new(
+            page_shift,
+            nodes,
+            frames_per_node,
+            params.memory.placement,
+            params.memory.frame_allocation,
+            seed,
+        );
+        page_table.place_pages(&params.memory.page_nodes);
         Ok(Machine {
             caches,
             cache_level,
@@ -111,14 +120,7 @@ impl Machine {
             cores,
             sockets,
             cores_per_socket: params.cores_per_socket as usize,
-            page_table: PageTable::new(
-                page_shift,
-                nodes,
-                frames_per_node,
-                params.memory.placement,
-                params.memory.frame_allocation,
-                seed,
-            ),
+            page_table,
             k: Constants {
                 line_shift: params.l1d.line_bytes.trailing_zeros(),
                 page_shift,

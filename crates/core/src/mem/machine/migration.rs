@@ -65,4 +65,44 @@ impl Machine {
     pub fn mapped_pages(&self) -> impl Iterator<Item = (Asid, u64, u64, u32)> + '_ {
         self.page_table.pages().map(|(key, e)| (tlb::asid_of(key), tlb::vpn_of(key), e.frame, e.node))
     }
+
+    /// The pages the interconnect sampler has recorded (and no migration
+    /// pass has taken) as of [`Machine::finish_sampling`], in page order:
+    /// one row per page and requesting node with samples.
+    pub fn sampled_pages(&self) -> Vec<SampledPage> {
+        let Some(sampler) = self.sampler() else { return Vec::new() };
+        let owners: std::collections::HashMap<u64, (Asid, u64, u32)> =
+            self.mapped_pages().map(|(asid, vpn, frame, node)| (frame, (asid, vpn, node))).collect();
+        let mut rows: Vec<SampledPage> = sampler
+            .rows()
+            .filter_map(|(frame, counts)| owners.get(&frame).map(|&owner| (owner, counts)))
+            .flat_map(|((asid, vpn, home), counts)| {
+                (counts.iter().enumerate().filter(|(_, &n)| n > 0)).map(move |(by, &n)| SampledPage {
+                    asid: asid.0,
+                    vpn,
+                    home,
+                    node: by as u32,
+                    samples: n as u64,
+                })
+            })
+            .collect();
+        rows.sort_by_key(|r| (r.asid, r.vpn, r.node));
+        rows
+    }
+}
+
+/// Samples of one page by the cores of one node (a row of the results'
+/// `pages` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SampledPage {
+    /// The page's address space.
+    pub asid: u32,
+    /// Its virtual page number.
+    pub vpn: u64,
+    /// The node holding it at the end of the run.
+    pub home: u32,
+    /// The requesting cores' node.
+    pub node: u32,
+    /// Samples.
+    pub samples: u64,
 }

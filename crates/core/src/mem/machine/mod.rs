@@ -40,7 +40,7 @@ mod sockets;
 mod translation;
 
 pub use coherence::{Coherence, Protocol, Traffic};
-pub use migration::PageMove;
+pub use migration::{PageMove, SampledPage};
 pub use params::{MachineParams, MemoryParams, MAX_NODES};
 pub use replay::{Replayed, ReplayedCache};
 pub use sampler::{Sampler, SamplerParams, SamplingMode};

@@ -9,7 +9,7 @@ use crate::counters::{Level, NodeStats};
 use crate::error::Issues;
 use crate::mem::attribution::{Attributed, Attribution};
 use crate::mem::cache::{CacheParams, Inclusion};
-use crate::mem::page_table::{FrameAllocation, Placement};
+use crate::mem::page_table::{FrameAllocation, PageNode, Placement};
 use crate::mem::tlb::TlbParams;
 use crate::mem::{notes, tlb};
 use crate::units::ByteSize;
@@ -46,6 +46,9 @@ pub struct MemoryParams {
     pub distances: Option<Vec<Vec<f64>>>,
     /// Node of a newly touched page.
     pub placement: Placement,
+    /// Pages placed on a given node when first touched, whatever
+    /// `placement` says (an oracle's placement): `{asid, vpn, node}`.
+    pub page_nodes: Vec<PageNode>,
     /// Order of frames within a node.
     pub frame_allocation: FrameAllocation,
 }
@@ -132,6 +135,7 @@ impl Default for MemoryParams {
             remote_latency_cycles: None,
             distances: None,
             placement: Placement::FirstTouch,
+            page_nodes: Vec::new(),
             frame_allocation: FrameAllocation::Random,
         }
     }
@@ -366,6 +370,10 @@ impl MachineParams {
             format!("expected a positive multiple of the page size, got {}", m.node_bytes),
         );
         m.validate_distances(nodes, &mloc, issues);
+        if let Some(i) = m.page_nodes.iter().position(|p| p.node >= nodes) {
+            let message = format!("node {} does not exist: the machine has {nodes}", m.page_nodes[i].node);
+            issues.push(mloc(&format!("page_nodes[{i}].node")), "out_of_range", message);
+        }
         if let Placement::Bind(n) = m.placement {
             issues.check(
                 n < nodes,

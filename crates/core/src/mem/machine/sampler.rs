@@ -216,6 +216,11 @@ impl Sampler {
         self.counts.clear();
     }
 
+    /// The sampled pages: each frame with its counts per requesting node.
+    pub fn rows(&self) -> impl Iterator<Item = (u64, &[u32])> + '_ {
+        self.frames.iter().copied().zip(self.counts.chunks_exact(self.nodes.max(1)))
+    }
+
     /// Triggers dropped because the reader was busy.
     pub fn dropped(&self) -> u64 {
         self.dropped

@@ -60,7 +60,8 @@ def test_every_claim_is_measured_and_judged(quick):
     df = claims_mod.Claims.read(out / "claims.csv")
     parts = {p.name for p in PARTS}
     assert set(df.part) == parts
-    assert df.verdict.isin(["holds", "partly", "does not hold"]).all(), df[["id", "verdict"]]
+    assert df.verdict.isin(["holds", "partly", "does not hold", "not comparable"]).all(), df[["id", "verdict"]]
+    assert (df.verdict == "not comparable").sum() == 1  # E3: no banks per CPU
     # A claim that does not fully hold says by how much and why.
     short = df[df.verdict != "holds"]
     assert (short.difference.str.len() > 0).all() and (short.reason.str.len() > 0).all()
@@ -102,3 +103,10 @@ def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert stored_runs(out / "store") == runs, "nothing ran again"
     assert (out / "claims.csv").read_text() == before
+
+
+def test_a_size_the_study_does_not_run_is_refused(run_cli, tmp_path):
+    proc = run_cli("study", "numa", "--size", "small", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "study numa runs sizes full, quick, not small" in proc.stderr
+    assert not (tmp_path / "out" / "index.html").exists()

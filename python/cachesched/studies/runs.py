@@ -20,6 +20,7 @@ import pandas as pd
 from .. import sweep
 from ..errors import SimulationError
 from ..store import load
+from .claims import NOT_COMPARABLE
 
 #: The configuration's top-level tables a study point may set.
 KEYS = ("machine", "tasks", "scheduler", "mechanisms", "run", "stats", "seed")
@@ -117,7 +118,9 @@ def record_claims(claims: Any, found: list[dict], reason: str, source: str) -> N
         claim.values = {"measured": judged["measured"]}
         if judged["verdict"] != "holds":
             claim.difference = f"measured {judged['measured']}; the spec: {claim.spec}"
-            claim.reason = "; ".join(r for r in (judged.get("why"), reason) if r)
+            # The part's general reason explains a difference, not what is not modelled.
+            general = reason if judged["verdict"] != NOT_COMPARABLE else ""
+            claim.reason = "; ".join(r for r in (judged.get("why"), general) if r)
 
 
 def draw(make: Any, out: Path) -> list:

@@ -82,6 +82,8 @@ class Study:
     sizes: Mapping[str, str]
     extra: Mapping[str, str] = field(default_factory=dict)
     notes: Callable[[Context], str] | None = None
+    #: Whether its runs are the open suite's programs (else its own workloads).
+    suite: bool = True
 
     @property
     def accepts(self) -> tuple[str, ...]:
@@ -103,6 +105,9 @@ class Study:
         if bad:
             raise ConfigError.single("parts", "invalid_value",
                                      f"unknown part(s) {', '.join(bad)}; the study's parts: {', '.join(names)}")
+        if size and not self.suite and size not in self.sizes.values():
+            raise ConfigError.single("size", "invalid_value", f"study {self.name} runs sizes "
+                                     f"{', '.join(sorted(set(self.sizes.values())))}, not {size}")
         refused = sorted(set(options) - set(self.extra))
         if refused:
             raise ConfigError.single(refused[0], "invalid_value", f"study {self.name} does not take {refused[0]}")
@@ -130,8 +135,9 @@ class Study:
             sections.append(section)
             ctx.tables.update({name: df for name, (df, _) in section.tables.items()})
             timings.append(f"{part.name} {time.perf_counter() - start:.0f} s")
-        mode = f"{'quick' if quick else 'full'} (suite size {ctx.size})"
-        intro = (f"<p>Re-runs the experiments of <code>{self.spec}</code> on the open suite (docs/suite.md), "
+        mode = f"{'quick' if quick else 'full'}" + (f" (suite size {ctx.size})" if self.suite else "")
+        where = " on the open suite (docs/suite.md)," if self.suite else ","
+        intro = (f"<p>Re-runs the experiments of <code>{self.spec}</code>{where} "
                  f"{mode}; see docs/studies.md. Wall time: {', '.join(timings) or 'nothing run'}.</p>"
                  + (self.notes(ctx) if self.notes else ""))
         return write(out, self.title, intro, sections, ctx.claims)

@@ -233,3 +233,60 @@ fn the_sampled_pages_and_an_oracles_placement() {
     let err = config::machine_from_value(json!({"machine": bad})).unwrap_err().to_string();
     assert!(err.contains("machine.memory.page_nodes[0].node"), "{err}");
 }
+
+fn balancing(m: &MachineParams) -> Box<dyn Mechanism> {
+    let p: cachesched_core::mech::numa_balancing::NumaBalancingParams = serde_json::from_value(json!({
+        "scan_delay": 1000, "scan_period_min": 1000, "scan_period_max": 8000, "fault_time": 500,
+        "copy_time": 7000, "tick": 100,
+    }))
+    .unwrap();
+    p.build(&MechBuild { machine: m, loc: "mechanisms[0]".into() }).unwrap()
+}
+
+#[test]
+fn numa_balancing_moves_a_page_after_its_hinting_faults_pass_the_two_stage_filter() {
+    let m = machine();
+    let mut machine = new_machine(&m);
+    let mut mech = balancing(&m);
+    mech.attach(&mut machine).unwrap();
+    read(&mut machine, 1, &[10], 1);
+    read(&mut machine, 0, &[20], 1);
+    assert!(pass(&mut mech, &mut machine, 500).is_empty(), "before the scan delay nothing happens");
+    pass(&mut mech, &mut machine, 1000);
+    assert_eq!(stat(&mut mech, "numa_pte_updates"), 2, "both mapped pages protected");
+    // The next touch of each faults: 500 cycles beside the 10-cycle walk.
+    // Page 10's, by core 1, is its first fault: it passes the filter and
+    // the page moves to node 1; page 20's comes from its own node.
+    let a = Access { addr: VirtAddr(10 * PAGE), pc: VirtAddr(0), instrs: 1, size: 8, kind: AccessKind::Load };
+    let local = machine.access(CoreId(0), TaskId(0), ASID, &Access { addr: VirtAddr(20 * PAGE + 64), ..a });
+    let remote = machine.access(CoreId(1), TaskId(1), ASID, &a);
+    assert!(local >= 510 && remote >= 510, "{local}, {remote}");
+    let again = machine.access(CoreId(1), TaskId(1), ASID, &Access { addr: VirtAddr(10 * PAGE + 128), ..a });
+    assert!(again < 500, "one fault per protection: {again}");
+    let stalls = pass(&mut mech, &mut machine, 1100);
+    assert_eq!(node_of(&machine, 10), 1);
+    assert_eq!(stalls, vec![(CoreId(1), 7000)], "the copy, on the faulting node's core");
+    // Page 20's fault came from its own node 0: local. Now core 1 faults on
+    // it once (filtered: the last fault was node 0's), then again: it moves.
+    assert_eq!((stat(&mut mech, "numa_hint_faults"), stat(&mut mech, "numa_hint_faults_local")), (2, 1));
+    let b = Access { addr: VirtAddr(20 * PAGE), ..a };
+    machine.access(CoreId(1), TaskId(1), ASID, &b);
+    pass(&mut mech, &mut machine, 1200);
+    assert_eq!((node_of(&machine, 20), stat(&mut mech, "filtered")), (0, 0), "not protected again yet");
+    pass(&mut mech, &mut machine, 2000); // the second scan, a period after the first
+    machine.access(CoreId(1), TaskId(1), ASID, &b);
+    pass(&mut mech, &mut machine, 2100);
+    assert_eq!((node_of(&machine, 20), stat(&mut mech, "filtered")), (0, 1));
+    // Nothing moved between the second scan and the third: the period
+    // doubles to 2000, so the fourth scan comes at 5000.
+    pass(&mut mech, &mut machine, 3000);
+    machine.access(CoreId(1), TaskId(1), ASID, &b);
+    pass(&mut mech, &mut machine, 3100);
+    assert_eq!((node_of(&machine, 20), stat(&mut mech, "numa_pages_migrated")), (1, 2));
+    assert_eq!(stat(&mut mech, "scan_period"), 2000);
+    pass(&mut mech, &mut machine, 4000);
+    assert_eq!(stat(&mut mech, "scans"), 3);
+    // A page moved since: the period halves back to its minimum.
+    pass(&mut mech, &mut machine, 5000);
+    assert_eq!((stat(&mut mech, "scans"), stat(&mut mech, "scan_period")), (4, 1000));
+}

@@ -17,15 +17,17 @@ pub mod cs_estimator;
 pub mod l2_restore;
 pub mod l2_select;
 pub mod migration_prefetch;
+pub mod numa_balancing;
 pub mod page_migration;
 pub mod tlb_flush;
 pub mod tlb_preserve;
 
-use crate::error::{join_path, Result};
+use crate::error::{join_path, Issues, Result};
 use crate::events::EventRecord;
 use crate::mem::atd::Estimate;
 use crate::mem::machine::{Machine, MachineParams};
 use crate::types::{Access, Asid, CoreId, TaskId};
+use crate::units::{Budget, Span};
 
 /// What a mechanism sees when an event happens.
 pub struct EventCtx<'a> {
@@ -197,6 +199,19 @@ impl MechBuild<'_> {
     pub fn at(&self, key: &str) -> String {
         join_path(&join_path(&self.loc, "params"), key)
     }
+
+    /// Param `key`, a time span, in cycles at the machine's clock; at least
+    /// `least`, else an issue at the key (and 0).
+    pub fn cycles(&self, issues: &mut Issues, key: &str, span: Span, least: u64) -> u64 {
+        match span.resolve(self.machine.frequency_ghz) {
+            Budget::Cycles(c) if c >= least => c,
+            _ => {
+                let what = if least > 0 { "a time above 0" } else { "a time" };
+                issues.push(self.at(key), "invalid_value", format!("expected {what} (or cycles), got {span}"));
+                0
+            }
+        }
+    }
 }
 
 crate::register! {
@@ -211,4 +226,5 @@ crate::register! {
     "migration-prefetch" => MigrationPrefetch(migration_prefetch::MigrationPrefetchParams),
     "cs-estimator" => CsEstimator(cs_estimator::CsEstimatorParams),
     "page-migration" => PageMigration(page_migration::PageMigrationParams),
+    "numa-balancing" => NumaBalancing(numa_balancing::NumaBalancingParams),
 }

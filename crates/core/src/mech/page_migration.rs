@@ -30,7 +30,7 @@ use super::{counters, MechBuild, Mechanism, MechanismParams, PeriodCtx};
 use crate::error::{Error, Issues, Result};
 use crate::mem::tlb;
 use crate::types::{Asid, CoreId};
-use crate::units::{Budget, Span};
+use crate::units::Span;
 
 /// How long a page's counts last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -108,22 +108,11 @@ impl MechanismParams for PageMigrationParams {
             let message = "page-migration reads the interconnect sampler: add a [machine.sampler] table";
             return Err(Error::config(ctx.loc.clone(), "invalid_value", message));
         }
-        let ghz = ctx.machine.frequency_ghz;
         let mut issues = Issues::default();
-        let mut cycles = |key: &str, span: Span, least: u64| -> u64 {
-            match span.resolve(ghz) {
-                Budget::Cycles(c) if c >= least => c,
-                _ => {
-                    let what = if least > 0 { "a time above 0" } else { "a time" };
-                    issues.push(ctx.at(key), "invalid_value", format!("expected {what} (or cycles), got {span}"));
-                    0
-                }
-            }
-        };
-        let interval = cycles("interval", self.interval, 1);
-        let copy = cycles("copy_time", self.copy_time, 0);
-        let pause = cycles("pause_time", self.pause_time, 0);
-        let shootdown = cycles("shootdown_time", self.shootdown_time, 0);
+        let interval = ctx.cycles(&mut issues, "interval", self.interval, 1);
+        let copy = ctx.cycles(&mut issues, "copy_time", self.copy_time, 0);
+        let pause = ctx.cycles(&mut issues, "pause_time", self.pause_time, 0);
+        let shootdown = ctx.cycles(&mut issues, "shootdown_time", self.shootdown_time, 0);
         issues.check(
             self.decay > 0.0 && self.decay < 1.0,
             ctx.at("decay"),

@@ -90,6 +90,9 @@ const LENT: &str = "an address space is used only where it is";
 
 /// Marks a leaf slot that holds an entry.
 const PRESENT: u64 = 1 << 63;
+/// Marks an entry made inaccessible for a NUMA hinting fault (Linux's
+/// automatic NUMA balancing): its next translation faults and clears it.
+const HINT: u64 = 1 << 62;
 
 impl PageEntry {
     /// Frame in the low 48 bits, node above (frames of 4 KiB pages cover
@@ -99,7 +102,7 @@ impl PageEntry {
     }
 
     fn unpack(bits: u64) -> PageEntry {
-        PageEntry { frame: bits & ((1 << 48) - 1), node: ((bits & !PRESENT) >> 48) as u32 }
+        PageEntry { frame: bits & ((1 << 48) - 1), node: ((bits & !(PRESENT | HINT)) >> 48) as u32 }
     }
 }
 
@@ -183,6 +186,9 @@ pub struct PageTable {
     space_of: Vec<u32>,
     /// Set when an allocation found every node full.
     pub exhausted: bool,
+    /// NUMA hinting faults since the last [`PageTable::take_faults`]: the
+    /// page's key, the node of the core that touched it, the page's node.
+    faults: Vec<(u64, u32, u32)>,
     /// Pages placed on a given node whatever `placement` says, by TLB key.
     page_nodes: U64Map,
 }
@@ -210,6 +216,7 @@ impl PageTable {
             spaces: vec![Some(Space::new(nodes))],
             space_of: Vec::new(),
             exhausted: false,
+            faults: Vec::new(),
             page_nodes: U64Map::default(),
         }
     }
@@ -265,6 +272,7 @@ impl PageTable {
             spaces: vec![None; self.spaces.len()],
             space_of: self.space_of.clone(),
             exhausted: false,
+            faults: Vec::new(),
             page_nodes: self.page_nodes.clone(),
         };
         for &s in spaces {
@@ -298,15 +306,29 @@ impl PageTable {
     /// by a core of node `toucher_node`.
     #[inline]
     pub fn translate(&mut self, asid: Asid, vpn: u64, toucher_node: u32) -> PageEntry {
+        self.translate_hinted(asid, vpn, toucher_node).0
+    }
+
+    /// [`PageTable::translate`], and whether it took a NUMA hinting fault
+    /// (the entry was protected by [`PageTable::protect`]; it is not any
+    /// more, and the fault is logged).
+    #[inline]
+    pub fn translate_hinted(&mut self, asid: Asid, vpn: u64, toucher_node: u32) -> (PageEntry, bool) {
         if self.identity && self.frames.nodes == 1 {
-            return PageEntry { frame: vpn, node: 0 };
+            return (PageEntry { frame: vpn, node: 0 }, false);
         }
         let share = self.space_of(asid);
         let key = super::tlb::key(asid, vpn);
         let PageTable { spaces, frames, exhausted, identity, placement, page_nodes, .. } = self;
         let space = spaces[share].as_mut().expect(LENT);
         let i = match space.slot(key) {
-            Some(i) if space.entries[i] != 0 => return PageEntry::unpack(space.entries[i]),
+            Some(i) if space.entries[i] & HINT != 0 => {
+                space.entries[i] &= !HINT;
+                let entry = PageEntry::unpack(space.entries[i]);
+                self.faults.push((key, toucher_node, entry.node));
+                return (entry, true);
+            }
+            Some(i) if space.entries[i] != 0 => return (PageEntry::unpack(space.entries[i]), false),
             Some(i) => i,
             None => {
                 let leaf = space.entries.len() / LEAF_PAGES;
@@ -329,7 +351,28 @@ impl PageTable {
             })
         };
         space.entries[i] = entry.pack();
-        entry
+        (entry, false)
+    }
+
+    /// Protect the mapped pages of `asid` in `vpns` for NUMA hinting faults
+    /// (Linux's `change_prot_numa`); returns how many were updated.
+    pub fn protect(&mut self, asid: Asid, vpns: &[u64]) -> u64 {
+        let share = self.space_of(asid);
+        let Some(space) = self.spaces[share].as_mut() else { return 0 };
+        let mut updated = 0;
+        for &vpn in vpns {
+            if let Some(i) = space.slot(super::tlb::key(asid, vpn)).filter(|&i| space.entries[i] != 0) {
+                updated += (space.entries[i] & HINT == 0) as u64;
+                space.entries[i] |= HINT;
+            }
+        }
+        updated
+    }
+
+    /// The NUMA hinting faults taken since the last call: each page's key,
+    /// the node that touched it, the page's node.
+    pub fn take_faults(&mut self) -> Vec<(u64, u32, u32)> {
+        std::mem::take(&mut self.faults)
     }
 
     /// Frame of the page-table page at `level` (0 = root) covering `vpn` in a

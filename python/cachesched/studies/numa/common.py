@@ -81,6 +81,17 @@ def migration(interval_cycles: int, mode: str = "stop-the-world", **params: Any)
                                                   "mode": mode, **params}}]
 
 
+def linux(interval_cycles: int) -> list[dict]:
+    """Linux's automatic NUMA balancing with its defaults (1 s to 60 s scan
+    periods, 1 s delay, 256 MiB per scan; a 1 us hinting fault, a 10 us page
+    move) scaled by the same factor as the migration interval."""
+    scale = interval_cycles / (SOURCE_INTERVAL_S * FREQUENCY_GHZ * 1e9)
+    cycles = {k: max(1, round(seconds * FREQUENCY_GHZ * 1e9 * scale)) for k, seconds in (
+        ("scan_delay", 1.0), ("scan_period_min", 1.0), ("scan_period_max", 60.0), ("fault_time", 1e-6),
+        ("copy_time", 10e-6), ("tick", 0.1))}
+    return [{"kind": "numa-balancing", "params": cycles}]
+
+
 def oracle_nodes(pages: pd.DataFrame) -> list[dict]:
     """Each sampled page's most-sampling node (ties: the lowest), as
     ``machine.memory.page_nodes``."""

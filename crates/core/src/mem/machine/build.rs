@@ -131,6 +131,7 @@ impl Machine {
                 radix_levels: if page_shift >= 21 { 3 } else { 4 },
                 l2_victim_fill: t.l2_victim_fill,
                 base_cpi: params.base_cpi,
+                hint_fault_cycles: 0,
                 shortcuts: !params
                     .attribution
                     .iter()

@@ -60,6 +60,36 @@ impl Machine {
         Some(PageMove { from: old.node, to: new.node, lines, dirty_lines, tlb_entries })
     }
 
+    /// NUMA hinting faults cost `cycles` each from now on (Linux's
+    /// automatic NUMA balancing, `mech::numa_balancing`).
+    pub fn enable_numa_hinting(&mut self, cycles: u32) {
+        self.k.hint_fault_cycles = cycles;
+    }
+
+    /// Protect the mapped pages `vpns` of `asid` so that their next touch
+    /// takes a NUMA hinting fault, and flush the address space's TLB entries
+    /// (a range flush); returns the entries updated.
+    pub fn protect_pages(&mut self, asid: Asid, vpns: &[u64]) -> u64 {
+        let updated = self.page_table.protect(asid, vpns);
+        for core in 0..self.cores.len() {
+            self.flush_tlbs(crate::types::CoreId(core as u32), Some(asid));
+        }
+        self.memos.iter_mut().for_each(|m| *m = Default::default());
+        updated
+    }
+
+    /// The NUMA hinting faults since the last call: each page's address
+    /// space, virtual page, the touching core's node and the page's node.
+    pub fn take_hinting_faults(&mut self) -> Vec<(Asid, u64, u32, u32)> {
+        let faults = self.page_table.take_faults();
+        faults.into_iter().map(|(key, by, home)| (tlb::asid_of(key), tlb::vpn_of(key), by, home)).collect()
+    }
+
+    /// The node of `core`'s socket.
+    pub fn node_of_core(&self, core: crate::types::CoreId) -> u32 {
+        self.cores[core.0 as usize].node
+    }
+
     /// Every mapped page: its address space, virtual page number, frame and
     /// node.
     pub fn mapped_pages(&self) -> impl Iterator<Item = (Asid, u64, u64, u32)> + '_ {

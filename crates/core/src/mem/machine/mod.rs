@@ -237,6 +237,8 @@ struct Constants {
     radix_levels: u32,
     l2_victim_fill: bool,
     base_cpi: f64,
+    /// Cycles of a NUMA hinting fault's handler ([`Machine::enable_numa_hinting`]).
+    hint_fault_cycles: u32,
     /// Whether the L1 shortcuts (repeat, L1 hit) may run: not when an L1 or
     /// the L1 TLB is attributed, nor when an L1 has a prefetcher, since
     /// they bypass the shadows and the prefetchers.
@@ -311,7 +313,7 @@ impl Machine {
             true => 0,
             false => self.tlbs.iter().map(|t| t.latency_cycles as u64).max().unwrap_or(0).max(walk),
         };
-        translation + slowest
+        translation + k.hint_fault_cycles as u64 + slowest
     }
 
     /// Lines of `task` (brought in on its behalf) held in each level of the

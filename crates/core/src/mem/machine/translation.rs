@@ -18,8 +18,8 @@ impl Part<'_> {
         let vpn = vaddr >> self.k.page_shift;
         let offset = vaddr & ((1 << self.k.page_shift) - 1);
         let Some(l1) = self.cores[c].l1_tlb(req.kind) else {
-            let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
-            return ((frame << self.k.page_shift) | offset, 0);
+            let (entry, fault) = self.page_table.translate_hinted(asid, vpn, self.cores[c].node);
+            return ((entry.frame << self.k.page_shift) | offset, fault as u32 * self.k.hint_fault_cycles);
         };
         let key = tlb::key(asid, vpn);
         let (frame, latency) = match self.tlbs[l1].lookup(key) {
@@ -70,8 +70,10 @@ impl Part<'_> {
                     observe(1, false, !victim_fill);
                     self.tasks[task].tlb.l2_misses += 1;
                 }
-                let frame = self.page_table.translate(asid, vpn, self.cores[c].node).frame;
-                let cycles = self.walk_cost(c, req, asid, vpn);
+                let (entry, fault) = self.page_table.translate_hinted(asid, vpn, self.cores[c].node);
+                let frame = entry.frame;
+                // A NUMA hinting fault runs its handler on the faulting thread.
+                let cycles = self.walk_cost(c, req, asid, vpn) + fault as u32 * self.k.hint_fault_cycles;
                 let t = &mut self.tasks[task].tlb;
                 t.walks += 1;
                 t.walk_cycles += cycles as u64;

@@ -115,23 +115,28 @@ def _pycachesim(path: Path, accesses: int, chunk: int = 1 << 20) -> tuple[float,
 TASKS = 64
 
 
+def _slices(path: Path, accesses: int, n: int, name: str) -> list[dict]:
+    """``n`` tasks, the ``i``-th reading the ``i``-th ``1/n`` of the trace."""
+    per = accesses // n
+    return [{"name": f"{name}{i}", "workload": {"kind": "trace", "params": {
+        "path": str(path), "skip": i * per, "limit": per}}} for i in range(n)]
+
+
+def _timed(config: dict) -> tuple[float, object]:
+    start = time.perf_counter()
+    results = simulate(config)
+    return time.perf_counter() - start, results
+
+
 def scheduling_config(path: Path, accesses: int, attribution: bool) -> dict:
     """The scheduling scenario: ``TASKS`` tasks, each reading its own slice
     of the benchmark trace, on 16 cores with balancing."""
-    per = accesses // TASKS
     return {
         "machine": {"preset": "standard", "sockets": 2, "cores_per_socket": 8,
                     "attribution": ["l2", "llc"] if attribution else []},
-        "tasks": [{"name": f"slice{i}", "workload": {"kind": "trace", "params": {
-            "path": str(path), "skip": i * per, "limit": per}}} for i in range(TASKS)],
+        "tasks": _slices(path, accesses, TASKS, "slice"),
         "scheduler": {"kind": "balance", "params": {"quantum": "1ms", "period": "4ms"}},
     }
-
-
-def _scheduling(path: Path, accesses: int, attribution: bool) -> tuple[float, object]:
-    start = time.perf_counter()
-    results = simulate(scheduling_config(path, accesses, attribution))
-    return time.perf_counter() - start, results
 
 
 #: Threads of the NUMA scenario, and their nodes.
@@ -143,20 +148,13 @@ def numa_config(path: Path, accesses: int) -> dict:
     its own slice of the benchmark trace (the same arrays and heap: shared
     lines), bound over 4 sockets of 4 cores with a node each, their caches
     kept coherent and the interconnect sampled every 1024th transaction."""
-    per = accesses // THREADS
+    threads = [{**t, "asid": 1, "affinity": [i]} for i, t in enumerate(_slices(path, accesses, THREADS, "thread"))]
     return {
         "machine": {"preset": "standard", "sockets": NODES, "cores_per_socket": THREADS // NODES,
                     "memory": {"remote_latency_cycles": 300}, "sampler": {"mode": "interval", "period": 1024}},
-        "tasks": [{"name": f"thread{i}", "asid": 1, "affinity": [i], "workload": {"kind": "trace", "params": {
-            "path": str(path), "skip": i * per, "limit": per}}} for i in range(THREADS)],
+        "tasks": threads,
         "scheduler": {"kind": "pinned"},
     }
-
-
-def _numa(path: Path, accesses: int) -> tuple[float, object]:
-    start = time.perf_counter()
-    results = simulate(numa_config(path, accesses))
-    return time.perf_counter() - start, results
 
 
 def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = True,
@@ -176,9 +174,9 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
                                                     "numa": []}
     for _ in range(repeat):
         runs["single"].append(_ours(path, {"preset": "standard"}))
-        runs["scheduling"].append(_scheduling(path, accesses, False))
-        runs["scheduling_attribution"].append(_scheduling(path, accesses, True))
-        runs["numa"].append(_numa(path, accesses))
+        runs["scheduling"].append(_timed(scheduling_config(path, accesses, False)))
+        runs["scheduling_attribution"].append(_timed(scheduling_config(path, accesses, True)))
+        runs["numa"].append(_timed(numa_config(path, accesses)))
     best = {key: min(timings, key=lambda r: r[0]) for key, timings in runs.items()}
     seconds, results = best["single"]
     figures["ours_tlb"] = accesses / seconds

@@ -134,7 +134,8 @@ pub struct NumaBalancing {
     next_scan: u64,
     /// Per address space: the virtual page after the last one scanned.
     cursor: HashMap<u32, u64>,
-    /// Per page (asid, vpn): the node of its last fault, and the nodes it left.
+    /// Per page (asid, vpn): the node of its last fault, and the nodes it
+    /// left ([`crate::mem::machine::PageMove::returns`]).
     last_fault: HashMap<(u32, u64), (u32, u64)>,
     moved_since_scan: bool,
     stats: NumaBalancingStats,
@@ -193,10 +194,7 @@ impl Mechanism for NumaBalancing {
             }
             let Some(m) = ctx.machine.migrate_page(asid, vpn, by) else { continue };
             self.stats.numa_pages_migrated += 1;
-            self.stats.ping_pongs += (by < 64 && entry.1 & (1 << by) != 0) as u64;
-            if m.from < 64 {
-                entry.1 |= 1 << m.from;
-            }
+            self.stats.ping_pongs += m.returns(&mut entry.1) as u64;
             self.moved_since_scan = true;
             // The faulting thread moves the page: a core of that node running the process.
             let core = (0..ctx.running.len()).find(|&c| {

@@ -22,7 +22,7 @@
 //! (Linux's `move_pages(2)`, no suspension) a helper on a CPU of its own
 //! copies, and each such core pays one `shootdown_time` interrupt per pass.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -177,7 +177,7 @@ struct PageState {
     counts: Vec<f64>,
     /// The pass that last moved it.
     moved: Option<u64>,
-    /// Bit `n`: it has left node `n` (nodes 0 to 63).
+    /// The nodes it has left ([`crate::mem::machine::PageMove::returns`]).
     left: u64,
 }
 
@@ -197,8 +197,10 @@ pub struct PageMigration {
 }
 
 impl PageMigration {
-    /// Add the samples recorded since the last pass to the pages' counts.
-    fn gather(&mut self, ctx: &mut PeriodCtx<'_>) {
+    /// Add the samples recorded since the last pass to the pages' counts;
+    /// `owners` maps each frame to its page (the source's meminfo map,
+    /// rebuilt per pass).
+    fn gather(&mut self, ctx: &mut PeriodCtx<'_>, owners: &HashMap<u64, u64>) {
         let mut sampled: Vec<(u64, Vec<u32>)> = Vec::new();
         ctx.machine.drain_samples(ctx.time, |frame, counts| sampled.push((frame, counts.to_vec())));
         match self.params.counts {
@@ -209,12 +211,6 @@ impl PageMigration {
                 self.pages.values_mut().for_each(|p| p.counts.iter_mut().for_each(|c| *c *= f));
             }
         }
-        if sampled.is_empty() {
-            return;
-        }
-        // Physical to virtual, as the source's meminfo map: rebuilt per pass.
-        let owners: std::collections::HashMap<u64, u64> =
-            ctx.machine.mapped_pages().map(|(asid, vpn, frame, _)| (frame, tlb::key(asid, vpn))).collect();
         for (frame, counts) in sampled {
             let n: u64 = counts.iter().map(|&c| c as u64).sum();
             self.stats.samples += n;
@@ -244,9 +240,13 @@ impl Mechanism for PageMigration {
     fn on_period(&mut self, mut ctx: PeriodCtx<'_>) -> Result<Vec<(CoreId, u64)>> {
         self.pass += 1;
         self.stats.passes += 1;
-        self.gather(&mut ctx);
-        let homes: std::collections::HashMap<u64, u32> =
-            ctx.machine.mapped_pages().map(|(asid, vpn, _, node)| (tlb::key(asid, vpn), node)).collect();
+        let mut owners = HashMap::new();
+        let mut homes = HashMap::new();
+        for (asid, vpn, frame, node) in ctx.machine.mapped_pages() {
+            owners.insert(frame, tlb::key(asid, vpn));
+            homes.insert(tlb::key(asid, vpn), node);
+        }
+        self.gather(&mut ctx, &owners);
         let mut moved_in: Vec<Asid> = Vec::new();
         let mut moved = 0u64;
         for (&key, page) in &mut self.pages {
@@ -276,10 +276,7 @@ impl Mechanism for PageMigration {
             moved += 1;
             self.stats.migrations += 1;
             self.stats.interleaved += shared as u64;
-            self.stats.ping_pongs += (target < 64 && page.left & (1 << target) != 0) as u64;
-            if m.from < 64 {
-                page.left |= 1 << m.from;
-            }
+            self.stats.ping_pongs += m.returns(&mut page.left) as u64;
             page.moved = Some(self.pass);
             self.stats.lines_invalidated += m.lines;
             self.stats.dirty_lines += m.dirty_lines;

@@ -48,7 +48,6 @@ THREADS, PER_BOARD, CPUS_PER_BOARD = 12, 2, 4
 PASSES = 10
 #: The source's interval (s) and cost per migrated page (us, Table 6).
 SOURCE_INTERVAL_S, SOURCE_COPY_US = 5.0, 98.0
-FREQUENCY_GHZ = 0.75
 REASON = ("NAS-like kernels of a few MiB run for tens of milliseconds instead of NPB classes B and C for minutes; "
           "time scaled down (docs/numa.md, \"The study\")")
 
@@ -72,11 +71,16 @@ def tasks(kernel: str, size: str, bind: bool = True) -> list[dict]:
     return [entry]
 
 
+def scaled(seconds: float, interval_cycles: int) -> int:
+    """Cycles of a time of the source's (``seconds``), scaled by the factor
+    that turns its 5 s interval into ``interval_cycles`` (module docs)."""
+    return max(1, round(seconds * interval_cycles / SOURCE_INTERVAL_S))
+
+
 def migration(interval_cycles: int, mode: str = "stop-the-world", **params: Any) -> list[dict]:
     """The page-migration mechanism at ``interval_cycles``, its cost per page
     scaled as the interval is (module docs); ``params`` add to its params."""
-    scale = interval_cycles / (SOURCE_INTERVAL_S * FREQUENCY_GHZ * 1e9)
-    copy = max(1, round(SOURCE_COPY_US * 1e3 * FREQUENCY_GHZ * scale))
+    copy = scaled(SOURCE_COPY_US * 1e-6, interval_cycles)
     return [{"kind": "page-migration", "params": {"interval": int(interval_cycles), "copy_time": copy,
                                                   "mode": mode, **params}}]
 
@@ -85,8 +89,7 @@ def linux(interval_cycles: int) -> list[dict]:
     """Linux's automatic NUMA balancing with its defaults (1 s to 60 s scan
     periods, 1 s delay, 256 MiB per scan; a 1 us hinting fault, a 10 us page
     move) scaled by the same factor as the migration interval."""
-    scale = interval_cycles / (SOURCE_INTERVAL_S * FREQUENCY_GHZ * 1e9)
-    cycles = {k: max(1, round(seconds * FREQUENCY_GHZ * 1e9 * scale)) for k, seconds in (
+    cycles = {k: scaled(seconds, interval_cycles) for k, seconds in (
         ("scan_delay", 1.0), ("scan_period_min", 1.0), ("scan_period_max", 60.0), ("fault_time", 1e-6),
         ("copy_time", 10e-6), ("tick", 0.1))}
     return [{"kind": "numa-balancing", "params": cycles}]

@@ -27,17 +27,18 @@ impl Part<'_> {
     }
 
     /// The batch, with coherence (`C`: the shortcuts leave stores that may
-    /// need a snoop to the general path, and each reference that may make
-    /// a transaction is told its time, its core's clock as it issues) or
-    /// without.
+    /// need a snoop to the general path, and with a sampler each reference
+    /// that may make a transaction is told its time, its core's clock as it
+    /// issues) or without.
     #[inline(always)]
     fn batch<const C: bool>(&mut self, c: usize, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
         let mut tally = Tally::default();
         let mut stall = 0u64;
         let mut next = 0;
-        // Under coherence: the core's clock when the batch began, and the
-        // instructions run since.
-        let start = if C { self.coherence.as_deref().map_or(0, |co| co.clock()) } else { 0 };
+        // With a sampler, which reads each transaction's time: the core's
+        // clock when the batch began, and the instructions run since.
+        let timed = C && self.coherence.as_deref().is_some_and(|co| co.sampler.is_some());
+        let start = if timed { self.coherence.as_deref().map_or(0, |co| co.clock()) } else { 0 };
         let mut instructions = 0u64;
         while next < batch.len() {
             // Migration prefetches issue between references, one at a time.
@@ -47,7 +48,7 @@ impl Part<'_> {
             let fetch = |i: usize| batch.get(i).is_some_and(|a| a.kind == AccessKind::Ifetch);
             if self.k.shortcuts && !draining && !fetch(next) && !fetch(next + 1) {
                 let (hits, cycles, stop) = self.l1_run::<C>(c, task, asid, &batch[next..], &mut tally);
-                if C {
+                if timed {
                     instructions += batch[next..next + hits].iter().map(|a| a.instrs as u64).sum::<u64>();
                 }
                 next += hits;
@@ -55,7 +56,7 @@ impl Part<'_> {
                 if next == batch.len() {
                     break;
                 }
-                if C {
+                if timed {
                     self.issue_at(start, instructions + batch[next].instrs as u64, stall);
                 }
                 if let Some(latency) = self.resume(c, task, asid, &batch[next], stop, &mut tally) {
@@ -66,7 +67,7 @@ impl Part<'_> {
                 }
             }
             let a = &batch[next];
-            if C {
+            if timed {
                 instructions += a.instrs as u64;
                 self.issue_at(start, instructions, stall);
             }

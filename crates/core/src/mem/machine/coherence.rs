@@ -360,11 +360,11 @@ impl Part<'_> {
     /// write (and its transaction, under coherence).
     #[inline]
     pub(super) fn memory_written(&mut self, line: LineAddr, from: u32) {
-        let home = self.node_of(line);
+        let (home, frame) = (self.node_of(line), self.frame_of(line));
         self.nodes[home as usize].writes += 1;
         self.nodes[home as usize].remote_writes += (home != from) as u64;
         if let Some(co) = self.coherence.as_deref_mut() {
-            co.count(line.0 >> (self.k.page_shift - self.k.line_shift), home, Txn::Writeback, false);
+            co.count(frame, home, Txn::Writeback, false);
         }
     }
 }

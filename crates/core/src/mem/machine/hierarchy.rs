@@ -32,8 +32,7 @@ impl Part<'_> {
     /// Home node of a physical line.
     #[inline]
     pub(super) fn node_of(&self, line: LineAddr) -> u32 {
-        let frame = line.0 >> (self.k.page_shift - self.k.line_shift);
-        ((frame / self.k.frames_per_node) as u32).min(self.k.nodes - 1)
+        ((self.frame_of(line) / self.k.frames_per_node) as u32).min(self.k.nodes - 1)
     }
 
     /// One line through the hierarchy; returns the latency of the level that served it.

@@ -23,6 +23,19 @@ pub struct PageMove {
     pub tlb_entries: u64,
 }
 
+impl PageMove {
+    /// Whether the page came back to a node it had left before (a
+    /// ping-pong), given `left`, the nodes it has left (bit `n`: node `n`,
+    /// nodes 0 to 63), to which this move's is added.
+    pub fn returns(&self, left: &mut u64) -> bool {
+        let back = self.to < 64 && *left & (1 << self.to) != 0;
+        if self.from < 64 {
+            *left |= 1 << self.from;
+        }
+        back
+    }
+}
+
 impl Machine {
     /// Move page `vpn` of `asid` to a frame on `node`. `None` (nothing
     /// changed) if the page is not mapped, is on `node` already, or `node`

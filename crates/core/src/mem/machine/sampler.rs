@@ -112,8 +112,6 @@ pub struct Sampler {
     capture: u32,
     /// When the reader is free for the next capture.
     busy_until: u64,
-    /// Triggers dropped because the reader was busy.
-    dropped: u64,
     /// Per frame: its row in `counts`.
     rows: U64Map,
     /// Per row: its frame.
@@ -134,7 +132,6 @@ impl Sampler {
             seen: 0,
             capture: 0,
             busy_until: 0,
-            dropped: 0,
             rows: U64Map::default(),
             frames: Vec::new(),
             counts: Vec::new(),
@@ -151,10 +148,9 @@ impl Sampler {
                 self.seen += 1;
                 if self.seen == self.period {
                     self.seen = 0;
+                    // A trigger while the reader is busy is dropped.
                     if self.capture == 0 && now >= self.busy_until {
                         self.capture = self.depth;
-                    } else {
-                        self.dropped += 1;
                     }
                 }
                 if !self.take(now) {
@@ -201,7 +197,6 @@ impl Sampler {
 
     /// Forget what was sampled (after warm-up); the capture in progress goes on.
     pub(super) fn reset(&mut self) {
-        self.dropped = 0;
         self.drain(|_, _| {});
     }
 
@@ -219,10 +214,5 @@ impl Sampler {
     /// The sampled pages: each frame with its counts per requesting node.
     pub fn rows(&self) -> impl Iterator<Item = (u64, &[u32])> + '_ {
         self.frames.iter().copied().zip(self.counts.chunks_exact(self.nodes.max(1)))
-    }
-
-    /// Triggers dropped because the reader was busy.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
     }
 }

@@ -72,8 +72,7 @@ impl Part<'_> {
                 }
                 let (entry, fault) = self.page_table.translate_hinted(asid, vpn, self.cores[c].node);
                 let frame = entry.frame;
-                // A NUMA hinting fault runs its handler on the faulting thread.
-                let cycles = self.walk_cost(c, req, asid, vpn) + fault as u32 * self.k.hint_fault_cycles;
+                let cycles = self.walk_cost(c, req, asid, vpn);
                 let t = &mut self.tasks[task].tlb;
                 t.walks += 1;
                 t.walk_cycles += cycles as u64;
@@ -81,7 +80,8 @@ impl Part<'_> {
                     self.tlbs[s].insert(key, frame);
                     self.place_tlb(1, req.task, key);
                 }
-                (frame, cycles)
+                // A NUMA hinting fault runs its handler on the faulting thread.
+                (frame, cycles + fault as u32 * self.k.hint_fault_cycles)
             }
         };
         let victim = self.tlbs[l1].insert(key, frame);

@@ -37,6 +37,8 @@ presets!(
     "ets",
     "numa-sunfire6800",
     "numa-sunfire15k",
+    "numa-xeon-2s",
+    "numa-xeon-4s",
     "region-clovertown",
     "region-westmere",
     "locking-cl1",

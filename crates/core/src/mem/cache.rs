@@ -578,10 +578,17 @@ impl Cache {
     /// and dirty bits, replacement state) into its caches, ahead of a lookup.
     #[inline(always)]
     pub fn prefetch(&self, line: LineAddr) {
+        self.prefetch_tags(line);
+        self.policy.prefetch(self.set_of(line));
+    }
+
+    /// [`Cache::prefetch`] of the fingerprints, owners and dirty bits
+    /// (ahead of a snoop, which changes no replacement state).
+    #[inline(always)]
+    pub fn prefetch_tags(&self, line: LineAddr) {
         let set = self.set_of(line);
         self.tags.prefetch(set);
         crate::util::prefetch_row(self.meta.as_ptr().wrapping_add(set * self.tags.ways()), self.tags.ways());
-        self.policy.prefetch(set);
     }
 
     /// The dirty line a fill of `line` would write back, where that is known
@@ -601,6 +608,16 @@ impl Cache {
     #[inline(always)]
     fn at(&self, slot: Slot) -> usize {
         self.tags.index(slot)
+    }
+
+    /// Whether the set of `line` holds a line equal to it under `mask`
+    /// (the snoop filter's bucket, whose lines all fall in that set).
+    pub fn holds_bucket(&self, line: LineAddr, mask: u64) -> bool {
+        let set = self.set_of(line);
+        (0..self.ways()).any(|way| {
+            let tag = self.tags.get(Slot { set, way });
+            tag != INVALID && (tag ^ line.0) & mask == 0
+        })
     }
 
     /// Whether `line` is present.

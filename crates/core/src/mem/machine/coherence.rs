@@ -47,8 +47,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::presence::Presence;
 use super::sampler::Sampler;
-use super::{Part, Ports};
+use super::{Cache, Part, Ports};
 use crate::mem::replacement::ReqKind;
 use crate::types::LineAddr;
 
@@ -110,8 +111,11 @@ struct Pending {
 /// What coherence keeps: who snoops whom, and the transactions so far.
 #[derive(Debug)]
 pub struct Coherence {
-    /// Per core: the caches it snoops (every cache off its paths).
-    others: Vec<Vec<u16>>,
+    /// Per core: the caches it snoops (every cache off its paths), a mask
+    /// of `presence.words()` words.
+    others: Vec<u64>,
+    /// Which caches may hold a line: the snoop filter.
+    pub(super) presence: Presence,
     /// Per cache: whether a miss there leaves its core's private levels
     /// (the next level is shared, or memory).
     boundary: Vec<bool>,
@@ -140,9 +144,10 @@ pub struct Coherence {
 }
 
 impl Coherence {
-    /// Coherence over the caches of nodes `cache_node` wired to `cores`
+    /// Coherence over `caches`, of nodes `cache_node`, wired to `cores`
     /// (absolute indexes).
-    pub(super) fn new(cores: &[Ports], cache_node: &[u32], nodes: u32) -> Coherence {
+    pub(super) fn new(cores: &[Ports], caches: &[Cache], cache_node: &[u32], nodes: u32) -> Coherence {
+        let presence = Presence::new(caches);
         let caches = cache_node.len();
         let mut users = vec![0u32; caches];
         let mut boundary = vec![false; caches];
@@ -169,9 +174,13 @@ impl Coherence {
         }
         let others = cores
             .iter()
-            .map(|p| {
+            .flat_map(|p| {
                 let own = own(p);
-                (0..caches).filter(|c| !own.contains(c)).map(|c| c as u16).collect()
+                let mut mask = vec![0u64; presence.words()];
+                for c in (0..caches).filter(|c| !own.contains(c)) {
+                    mask[c / 64] |= 1 << (c % 64);
+                }
+                mask
             })
             .collect();
         let traffic = (0..cores.len() as u32)
@@ -179,6 +188,7 @@ impl Coherence {
             .collect();
         Coherence {
             others,
+            presence,
             boundary,
             cache_node: cache_node.to_vec(),
             nodes,
@@ -306,15 +316,16 @@ impl Part<'_> {
     pub(super) fn snoop_read(&mut self, line: LineAddr) -> bool {
         let Some(co) = self.coherence.as_deref_mut() else { return false };
         let (mut holder, mut found) = (None, false);
-        for &o in &co.others[co.core] {
-            let cache = &mut self.caches[o as usize];
-            if let Some(slot) = cache.find(line) {
-                found = true;
-                if cache.share(slot) {
-                    holder = Some(co.cache_node[o as usize]);
-                }
+        let words = co.presence.words();
+        let among = &co.others[co.core * words..][..words];
+        co.presence.snoop(self.caches, among, line, |o, cache| {
+            let Some(slot) = cache.find(line) else { return false };
+            found = true;
+            if cache.share(slot) {
+                holder = Some(co.cache_node[o]);
             }
-        }
+            true
+        });
         co.alone = (!found).then_some(line);
         let Some(holder) = holder else { return false };
         co.c2c = true;
@@ -329,13 +340,15 @@ impl Part<'_> {
     pub(super) fn snoop_write(&mut self, line: LineAddr) -> (bool, bool) {
         let Some(co) = self.coherence.as_deref_mut() else { return (false, false) };
         let (mut found, mut dirty) = (false, false);
-        for &o in &co.others[co.core] {
-            let cache = &mut self.caches[o as usize];
+        let words = co.presence.words();
+        let among = &co.others[co.core * words..][..words];
+        co.presence.snoop(self.caches, among, line, |_, cache| {
             if let Some(slot) = cache.find(line) {
                 found = true;
                 dirty |= cache.invalidate(slot).dirty;
             }
-        }
+            false
+        });
         co.c2c = dirty;
         (found, dirty)
     }

@@ -21,6 +21,15 @@ impl Part<'_> {
         if let Some(atd) = self.atd.as_deref_mut() {
             atd.fill(self.cache_base + c, self.caches[c].last_slot());
         }
+        self.present(c, line);
+    }
+
+    /// Cache `c` now holds `line`: tell the snoop filter.
+    #[inline]
+    fn present(&mut self, c: usize, line: LineAddr) {
+        if let Some(co) = self.coherence.as_deref_mut() {
+            co.presence.fill(self.cache_base + c, line);
+        }
     }
 
     /// Frame of a physical line.
@@ -98,6 +107,17 @@ impl Part<'_> {
     #[inline(never)]
     pub(super) fn miss_at(&mut self, path: &Path, i: usize, line: LineAddr, req: &Req, node: u32) -> (usize, bool) {
         let c = path.at(i);
+        if i == 0 {
+            // The levels below (and the snoop filter's bucket) are searched
+            // next: have the host bring them closer now, so that their host
+            // cache misses overlap.
+            for below in 1..path.len as usize {
+                self.caches[path.at(below)].prefetch(line);
+            }
+            if let Some(co) = self.coherence.as_deref() {
+                co.presence.prefetch(line);
+            }
+        }
         // Under coherence: a store snoops before it writes, a read once it
         // leaves the core's private levels.
         let snoop = match self.coherence.is_some() {
@@ -110,13 +130,6 @@ impl Part<'_> {
             }
             false => None,
         };
-        if i == 0 {
-            // The levels below are searched next: have the host bring their
-            // sets closer now, so that their host cache misses overlap.
-            for below in 1..path.len as usize {
-                self.caches[path.at(below)].prefetch(line);
-            }
-        }
         // And the set that this level's dirty victim will be written back to.
         if i + 1 < path.len as usize {
             if let Some(victim) = self.caches[c].dirty_victim(line) {
@@ -382,8 +395,11 @@ impl Part<'_> {
         let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task };
         self.notebook.note(Note::Seen { cache: (self.cache_base + c) as u32, line });
         let filled = self.caches[c].fill(line, false, &req);
-        if let Filled::Placed(Some(victim)) = filled {
-            self.evicted(&path, i, victim, task);
+        if let Filled::Placed(victim) = filled {
+            self.present(c, line);
+            if let Some(victim) = victim {
+                self.evicted(&path, i, victim, task);
+            }
         }
         self.caches[c].mark_migrated(line);
         filled != Filled::Bypassed

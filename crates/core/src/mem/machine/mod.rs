@@ -34,6 +34,7 @@ mod fast;
 mod hierarchy;
 mod migration;
 mod params;
+mod presence;
 mod replay;
 mod sampler;
 mod sockets;

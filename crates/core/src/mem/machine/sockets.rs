@@ -101,7 +101,7 @@ impl Machine {
                 above.iter_mut().for_each(|u| *u += base.cache);
             }
         }
-        let mut coherence = Coherence::new(&cores, &self.cache_node, self.k.nodes);
+        let mut coherence = Coherence::new(&cores, &self.caches, &self.cache_node, self.k.nodes);
         coherence.sampler = self.sampler.as_ref().map(|(p, ghz)| Sampler::new(p, *ghz, self.k.nodes));
         self.coherence = Some(Box::new(coherence));
         self.wide = Some(Box::new(super::Wide { cores, uppers }));

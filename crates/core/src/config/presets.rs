@@ -41,6 +41,7 @@ presets!(
     "numa-xeon-4s",
     "region-clovertown",
     "region-westmere",
+    "region-rome",
     "locking-cl1",
 );
 

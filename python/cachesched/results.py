@@ -294,6 +294,16 @@ class Results:
         return pd.DataFrame(self._data.get("pages", []), columns=["asid", "vpn", "home", "node", "samples"])
 
     @property
+    def regions(self) -> pd.DataFrame:
+        """With a ``region-scheduling`` mechanism: one row per region at the
+        end of the run (``asid``, ``region``: its founding page, ``kind``:
+        ``given``, ``seed``, ``regular`` or ``global``, ``cache``: the cache
+        domain it is mapped to, ``pages``, ``working_set``: its estimate in
+        pages); see docs/region-scheduling.md."""
+        return pd.DataFrame(self._data.get("regions", []),
+                            columns=["asid", "region", "kind", "cache", "pages", "working_set"])
+
+    @property
     def mechanisms(self) -> pd.DataFrame:
         """One row per mechanism of the run (``mechanisms`` in the config, in
         order): ``index``, ``kind`` and its counters, one column each (NaN
@@ -324,6 +334,8 @@ class Results:
             tables["pages"] = self.pages
         if self._data.get("mechanisms"):
             tables["mechanisms"] = self.mechanisms
+        if self._data.get("regions"):
+            tables["regions"] = self.regions
         return tables
 
     def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821

@@ -13,6 +13,7 @@ use serde::{Serialize, Serializer};
 
 use crate::counters::{Counts, Level, Mpki, NodeStats, PerLevel, TaskStats};
 use crate::events::{EventRecord, Locality, Timing};
+use crate::mech::RegionRow;
 use crate::mem::cache::CacheStats;
 use crate::mem::machine::{SampledPage, Traffic};
 use crate::mem::tlb::TlbStats;
@@ -404,6 +405,10 @@ pub struct Results {
     /// Per mechanism, in the order of `mechanisms` (none: left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mechanisms: Vec<MechanismResult>,
+    /// The regions a `region-scheduling` mechanism keeps at the end (none:
+    /// left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<RegionRow>,
 }
 
 /// The counters of one mechanism of the run.

@@ -132,7 +132,8 @@ impl Engine {
         for m in &mut mechanisms {
             m.attach(&mut machine)?;
         }
-        let per_access = mechanisms.iter().any(|m| m.wants_accesses());
+        let gating = mechanisms.iter().any(|m| m.gates_accesses());
+        let per_access = gating || mechanisms.iter().any(|m| m.wants_accesses());
         // Sockets apart: nothing that crosses sockets at every reference (a
         // mechanism, a shadow, the tag directory) or counts references
         // across them (warm-up ends only in serial steps; `max_accesses`,
@@ -165,6 +166,7 @@ impl Engine {
             scheduler,
             mechanisms,
             per_access,
+            gating,
             topology,
             tasks,
             views,

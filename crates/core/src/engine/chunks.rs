@@ -6,7 +6,7 @@ use super::{CoreRun, Engine, Mark, Window};
 use crate::counters::Level;
 use crate::error::Result;
 use crate::events::Event;
-use crate::mech::AccessCtx;
+use crate::mech::{AccessCtx, Gate, GateCtx};
 use crate::mem::atd::Estimate;
 use crate::results::{SliceRow, TaskSchedCounts};
 use crate::sched::TaskView;
@@ -85,17 +85,18 @@ impl TaskRun {
     }
 
     /// Run the next chunk of at most `most` buffered references on `core`,
-    /// cut at its deadlines, through `access` (which returns the chunk's
-    /// stall cycles, cycles of mechanisms' work, and instructions); advance
-    /// the core's clock and the task's view. Returns the references run and
-    /// the mechanisms' cycles.
+    /// cut at its deadlines, through `access` (which returns how many of the
+    /// chunk's references ran, all unless a mechanism stopped the task
+    /// before one, their stall cycles, cycles of mechanisms' work, and
+    /// instructions); advance the core's clock and the task's view. Returns
+    /// the references run and the mechanisms' cycles.
     pub(super) fn run_chunk(
         &mut self,
         core: &mut CoreRun,
         view: &mut TaskView,
         ctx: &StepCtx,
         most: u64,
-        access: impl FnOnce(&[Access]) -> (u64, u64, u64),
+        access: impl FnOnce(&[Access]) -> (usize, u64, u64, u64),
     ) -> (usize, u64) {
         let instr_marks =
             [core.until_instructions, self.interval.as_ref().map(|m| m.end), self.window.as_ref().map(|w| w.end)];
@@ -104,7 +105,7 @@ impl TaskRun {
         let cycle_room = cycle_deadlines.into_iter().flatten().min().map(|m| m - core.clock);
         let chunk = &self.buf[self.pos..self.pos + most as usize];
         let n = cut(chunk, self.most_instrs, instr_room, cycle_room, ctx.base_cpi, ctx.max_stall);
-        let (stall, extra, instructions) = access(&chunk[..n]);
+        let (n, stall, extra, instructions) = access(&chunk[..n]);
         self.pos += n;
         self.accesses += n as u64;
         let before = core.clock;
@@ -225,25 +226,42 @@ impl Engine {
         }
         let (id, asid) = (CoreId(c as u32), spec.asid);
         self.machine.set_clock(self.cores[c].clock);
-        let Engine { machine, mechanisms, per_access, .. } = self;
+        let Engine { machine, mechanisms, per_access, gating, .. } = self;
+        let mut moving = None;
         let (n, extra) = self.tasks[ti].run_chunk(&mut self.cores[c], &mut self.views[ti], &ctx, most, |chunk| {
             let counted = machine.tasks[ti].instructions;
-            let (stall, extra) = if *per_access {
-                let (mut stall, mut extra) = (0u64, 0u64);
+            let (ran, stall, extra) = if *per_access {
+                let (mut ran, mut stall, mut extra) = (0, 0u64, 0u64);
                 for a in chunk {
+                    if *gating {
+                        for m in mechanisms.iter_mut().filter(|m| m.gates_accesses()) {
+                            match m.gate(GateCtx { machine, core: id, task, asid, access: a }) {
+                                Gate::Run { cycles } => extra += cycles,
+                                Gate::Move { socket, cycles } => {
+                                    extra += cycles;
+                                    moving = Some(socket);
+                                    break;
+                                }
+                            }
+                        }
+                        if moving.is_some() {
+                            break;
+                        }
+                    }
                     let cycles = machine.access(id, task, asid, a);
                     stall += cycles as u64;
                     for m in mechanisms.iter_mut() {
                         let ctx = AccessCtx { machine, core: id, task, asid, access: a, stall_cycles: cycles };
                         extra += m.on_access(ctx) as u64;
                     }
+                    ran += 1;
                 }
-                (stall, extra)
+                (ran, stall, extra)
             } else {
-                (machine.access_batch(id, task, asid, chunk), 0)
+                (chunk.len(), machine.access_batch(id, task, asid, chunk), 0)
             };
             // The machine counted the chunk's instructions as it read it.
-            (stall, extra, machine.tasks[ti].instructions - counted)
+            (ran, stall, extra, machine.tasks[ti].instructions - counted)
         });
         self.done += n as u64;
         self.charge(c, Some(task), extra);
@@ -258,7 +276,11 @@ impl Engine {
         if reached(self.tasks[ti].window.as_ref().map(|w| w.end), done_instr) {
             self.close_window(task, true);
         }
-        self.tasks[ti].close_chunk(&mut self.cores[c], &self.views[ti])
+        self.tasks[ti].close_chunk(&mut self.cores[c], &self.views[ti])?;
+        match moving {
+            Some(socket) => self.micro_schedule(c, task, socket),
+            None => Ok(()),
+        }
     }
 
     pub(super) fn step_ctx(&self) -> StepCtx {

@@ -118,7 +118,10 @@ pub struct Engine {
     machine: Machine,
     scheduler: Box<dyn Scheduler>,
     mechanisms: Vec<Box<dyn Mechanism>>,
+    /// Accesses run one at a time: a mechanism watches or gates them.
     per_access: bool,
+    /// A mechanism gates accesses ([`Mechanism::gate`]).
+    gating: bool,
     topology: Topology,
     base_cpi: f64,
     /// More than any one reference can stall (for cycle deadlines, see `chunks::cut`).
@@ -160,7 +163,8 @@ impl Engine {
     /// Add a mechanism; it sees every event of the run.
     pub fn add_mechanism(&mut self, mut mechanism: Box<dyn Mechanism>) -> Result<()> {
         mechanism.attach(&mut self.machine)?;
-        self.per_access |= mechanism.wants_accesses();
+        self.gating |= mechanism.gates_accesses();
+        self.per_access |= self.gating || mechanism.wants_accesses();
         self.apart = false;
         if let Some(p) = mechanism.period() {
             self.periods.push((self.mechanisms.len(), p.max(1), p.max(1)));
@@ -271,9 +275,10 @@ impl Engine {
 
     /// A scheduler's choice of `core` for `task` must exist and be allowed.
     fn check_core(&self, task: TaskId, core: CoreId, verb: &str) -> Result<()> {
-        if core.0 >= self.topology.cores() || !self.views[task.0 as usize].spec.allows(core) {
+        if core.0 >= self.topology.cores() || !self.views[task.0 as usize].allows(core, self.topology) {
             return Err(Error::Simulation(format!(
-                "scheduler '{}' {verb} task {task} on core {core}, which does not exist or is outside its affinity",
+                "scheduler '{}' {verb} task {task} on core {core}, which does not exist or is outside its affinity \
+                 (or the cache domain a mechanism confined it to)",
                 self.policy()
             )));
         }
@@ -468,6 +473,30 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// A mechanism stopped `task`, running on core `c`, before an access
+    /// and moves it to cache domain `socket` (a micro-schedule): confine it
+    /// there and queue it on an idle core of the domain, else on its least
+    /// loaded one; the access is its first there.
+    fn micro_schedule(&mut self, c: usize, task: TaskId, socket: u32) -> Result<()> {
+        let ti = task.0 as usize;
+        self.views[ti].cache = Some(socket);
+        let per = self.topology.cores_per_socket;
+        let to = (socket * per..(socket + 1) * per).map(CoreId).filter(|&d| self.views[ti].spec.allows(d)).min_by_key(
+            |&d| {
+                let i = d.0 as usize;
+                (self.queues[i].len() + self.running[i].is_some() as usize, d)
+            },
+        );
+        let Some(to) = to else {
+            return Err(Error::Simulation(format!(
+                "a mechanism moved task {task} to cache domain {socket}, none of whose cores its affinity allows"
+            )));
+        };
+        self.switch_out(c, task)?;
+        self.cores[c].pending = true;
+        self.move_task(task, to, Timing::Delayed)
     }
 
     /// Core `c` decides: retire or requeue its task, then pick the next.

@@ -57,7 +57,7 @@ pub(super) fn run_socket(
             let (n, _) = run.run_chunk(core, view, ctx, most, |chunk| {
                 let counted = part.task(task).instructions;
                 let stall = part.run(id, task, asid, chunk);
-                (stall, 0, part.task(task).instructions - counted)
+                (chunk.len(), stall, 0, part.task(task).instructions - counted)
             });
             done += n as u64;
             run.close_chunk(core, view)?;

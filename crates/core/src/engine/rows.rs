@@ -179,6 +179,7 @@ impl Engine {
             memory: m.node_stats(),
             traffic: m.traffic().map_or_else(Vec::new, <[_]>::to_vec),
             pages: if self.config.config.stats.pages { m.sampled_pages() } else { Vec::new() },
+            regions: self.mechanisms.iter().flat_map(|mech| mech.regions()).collect(),
             mechanisms: (self.mechanisms.iter_mut().enumerate())
                 .map(|(i, mech)| MechanismResult {
                     index: i as u32,

@@ -19,6 +19,8 @@ pub mod l2_select;
 pub mod migration_prefetch;
 pub mod numa_balancing;
 pub mod page_migration;
+pub mod region_scheduling;
+mod regions;
 pub mod tlb_flush;
 pub mod tlb_preserve;
 
@@ -28,6 +30,8 @@ use crate::mem::atd::Estimate;
 use crate::mem::machine::{Machine, MachineParams};
 use crate::types::{Access, Asid, CoreId, TaskId};
 use crate::units::{Budget, Span};
+
+use serde::Serialize;
 
 /// What a mechanism sees when an event happens.
 pub struct EventCtx<'a> {
@@ -58,6 +62,41 @@ pub struct AccessCtx<'a> {
     pub access: &'a Access,
     /// Stall cycles the machine charged for it.
     pub stall_cycles: u32,
+}
+
+/// What a gating mechanism sees of an access before the machine runs it
+/// ([`Mechanism::gate`]).
+pub struct GateCtx<'a> {
+    /// The machine (for its page size).
+    pub machine: &'a Machine,
+    /// Core about to make the access.
+    pub core: CoreId,
+    /// Task about to make it.
+    pub task: TaskId,
+    /// Its address space.
+    pub asid: Asid,
+    /// The access.
+    pub access: &'a Access,
+}
+
+/// What a gating mechanism decides about an access before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// The access runs here, after `cycles` of the mechanism's work (a
+    /// fault and its handler), charged to the core and the task.
+    Run {
+        /// Cycles charged before the access.
+        cycles: u64,
+    },
+    /// The access does not run here: the task is stopped before it, charged
+    /// `cycles`, and moved to a core of cache domain `socket`, to which it is
+    /// confined from then on; the access is its first there.
+    Move {
+        /// The cache domain (socket of the machine) it moves to.
+        socket: u32,
+        /// Cycles charged on the core it leaves.
+        cycles: u64,
+    },
 }
 
 /// What a mechanism sees at one of its periodic points
@@ -110,6 +149,21 @@ pub trait Mechanism: Send {
         false
     }
 
+    /// Whether [`Mechanism::gate`] should be called (asked once when the
+    /// mechanism is added; a gating mechanism makes the run go access by
+    /// access, as [`Mechanism::wants_accesses`] does).
+    fn gates_accesses(&self) -> bool {
+        false
+    }
+
+    /// Called before every access when [`Mechanism::gates_accesses`] is
+    /// true, in the order of the mechanisms; the first that moves the task
+    /// decides, and the mechanisms after it are not asked.
+    fn gate(&mut self, ctx: GateCtx<'_>) -> Gate {
+        let _ = ctx;
+        Gate::Run { cycles: 0 }
+    }
+
     /// Called after every access when [`Mechanism::wants_accesses`] is true.
     /// Returns extra stall cycles.
     fn on_access(&mut self, ctx: AccessCtx<'_>) -> u32 {
@@ -133,6 +187,12 @@ pub trait Mechanism: Send {
         Ok(Vec::new())
     }
 
+    /// The regions it keeps, at the end of the run (the results' `regions`
+    /// table; only `region-scheduling` has any).
+    fn regions(&self) -> Vec<RegionRow> {
+        Vec::new()
+    }
+
     /// Warm-up is over: forget every counter (the mechanism's state, such
     /// as saved entries or predictor history, stays).
     fn reset_stats(&mut self) {}
@@ -142,6 +202,24 @@ pub trait Mechanism: Send {
     fn results(&mut self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+}
+
+/// One region of region scheduling at the end of the run (a row of the
+/// `regions` table).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegionRow {
+    /// Its address space.
+    pub asid: u32,
+    /// The page that founded it (its first page, for a given range).
+    pub region: u64,
+    /// `given`, `seed`, `regular` or `global`.
+    pub kind: &'static str,
+    /// The cache domain it is mapped to, if any.
+    pub cache: Option<u32>,
+    /// Its pages (touched ones, for regions found at run time).
+    pub pages: u64,
+    /// Its working-set estimate in pages (spec 2.7; none for a given range).
+    pub working_set: Option<f64>,
 }
 
 /// A point inside a slice, asked for by [`Mechanism::mark`].
@@ -227,4 +305,5 @@ crate::register! {
     "cs-estimator" => CsEstimator(cs_estimator::CsEstimatorParams),
     "page-migration" => PageMigration(page_migration::PageMigrationParams),
     "numa-balancing" => NumaBalancing(numa_balancing::NumaBalancingParams),
+    "region-scheduling" => RegionScheduling(region_scheduling::RegionSchedulingParams),
 }

@@ -119,6 +119,10 @@ pub struct TaskView {
     /// `cs-estimator` mechanism published it (updated at each switch-out;
     /// `None` without one, or before the first).
     pub switch_estimate: Option<Estimate>,
+    /// The cache domain (socket) a mechanism confined it to, if any
+    /// (`region-scheduling` moves a task to the domain of the region it
+    /// touches and keeps it there): it may run only on that domain's cores.
+    pub cache: Option<u32>,
 }
 
 impl TaskView {
@@ -134,7 +138,13 @@ impl TaskView {
             slice_instructions: 0,
             slice_cycles: 0,
             switch_estimate: None,
+            cache: None,
         }
+    }
+
+    /// Whether it may run on `core`: its affinity and its confinement allow it.
+    pub fn allows(&self, core: CoreId, topology: Topology) -> bool {
+        self.spec.allows(core) && self.cache.is_none_or(|s| topology.socket_of(core) == s)
     }
 }
 
@@ -160,7 +170,7 @@ impl SchedCtx<'_> {
 
     /// Whether `task` may run on `core`.
     pub fn allows(&self, task: TaskId, core: CoreId) -> bool {
-        self.tasks[task.0 as usize].spec.allows(core)
+        self.tasks[task.0 as usize].allows(core, self.topology)
     }
 
     /// All cores, in order.

@@ -1,0 +1,514 @@
+//! `region-scheduling`: memory regions mapped to cache domains, and tasks
+//! micro-scheduled to the domain of the region they touch (seed 003, spec
+//! `region-scheduling.md` sections 2.3 to 2.8).
+//!
+//! A region is a set of pages of one address space: a range given in
+//! `regions` (the map an oracle, or the study's E1, sets), or, with
+//! `regioning`, regions found at run time (`mech/regions.rs`). A region
+//! mapped to cache domain `c` (a socket of the machine: the cores sharing
+//! one LLC) is open in `c`'s view of the page tables and closed in every
+//! other; a global page (in no given region, without `regioning`; code
+//! pages, and the `stack` ranges, with it) is open everywhere. Before every
+//! access the mechanism looks at the page (exact: a closed page is never in
+//! the TLBs of the domain it is closed to, so every access to it faults):
+//! - a page of a region mapped to the task's current domain, or a global
+//!   one, runs;
+//! - a page of a region not yet mapped opens it on the current domain (the
+//!   spec's "OPEN"), after `open_time`;
+//! - a page of a region mapped to another domain is a micro-schedule: the
+//!   task stops before the access, pays `usched_time` (the fault, the
+//!   handler, the run-queue change, the interrupt, the TLB flush: the
+//!   source measured them together, 47,600 cycles on Clovertown and 17,800
+//!   on Westmere) and moves to a core of that domain (an idle one if there
+//!   is one, else the least loaded), where the access runs first. It stays
+//!   confined to that domain, as the source's VCPU to its cache's PCPUs,
+//!   until the next micro-schedule.
+//!
+//! With `regioning`, every page a task touches outside the given ranges
+//! starts as a one-page seed region. Every `period` of a task's CPU time it
+//! spends `phase` regioning (spec 2.6): every region but the one it is in
+//! is closed, each move to another region faults (`touch_time`) and is
+//! seen, and a region re-entered less than `merge_time` (of the address
+//! space's virtual time) after it was left merges with every region
+//! entered since. When the phase ends, the balancer maps the address
+//! space's unmapped regions, largest first, each to the domain whose load
+//! (the working sets of the regions mapped to it, spec 2.7) is lowest, and
+//! the largest region the phase merged is torn back into seeds (never the
+//! same one twice in a row). Every `scan_period` of an address space's
+//! virtual time, the accessed bits of its pages in the regions open where
+//! the task runs shift into their 32-bit histories, from which the
+//! working-set estimates come.
+
+use serde::{Deserialize, Serialize};
+
+use super::regions::{Kind, Phase, Regions};
+use super::{AccessCtx, Gate, GateCtx, MechBuild, Mechanism, MechanismParams, RegionRow};
+use crate::error::{Issues, Result};
+use crate::types::{AccessKind, Asid, TaskId};
+use crate::units::{ByteSize, Span};
+
+/// One region of `regions`, or one range of `regioning.stack`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    /// Address space of its pages.
+    pub asid: u32,
+    /// First virtual address (rounded down to its page).
+    pub start: u64,
+    /// Bytes from `start` (the last page is the one holding `start + bytes - 1`).
+    pub bytes: ByteSize,
+    /// Cache domain (socket) it is mapped to; none: opened where it is first touched.
+    #[serde(default)]
+    pub cache: Option<u32>,
+}
+
+/// Params of `regioning`: regions found at run time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RegioningParams {
+    /// A regioning phase starts every this much CPU time of a task (default 1 s).
+    pub period: Span,
+    /// And lasts this much of its CPU time (default 10 ms: the source's 1%).
+    pub phase: Span,
+    /// A region re-entered sooner than this after it was left merges (of
+    /// the address space's virtual time; default `usched_time / 0.03`: a
+    /// move that often would cost 3%, spec 7.1).
+    pub merge_time: Option<Span>,
+    /// Accessed bits are scanned every this much virtual time of an address
+    /// space (default 100 ms).
+    pub scan_period: Span,
+    /// Cost of a fault in a regioning phase (default 0: the source gives no figure).
+    pub touch_time: Span,
+    /// Address ranges of stacks, global (no cache); `cache` is not allowed.
+    pub stack: Vec<RegionSpec>,
+}
+
+impl Default for RegioningParams {
+    fn default() -> Self {
+        RegioningParams {
+            period: Span::millis(1000.0),
+            phase: Span::millis(10.0),
+            merge_time: None,
+            scan_period: Span::millis(100.0),
+            touch_time: Span::cycles(0),
+            stack: Vec::new(),
+        }
+    }
+}
+
+/// Params of `region-scheduling`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RegionSchedulingParams {
+    /// Regions given, disjoint.
+    pub regions: Vec<RegionSpec>,
+    /// Find regions at run time (off by default).
+    pub regioning: Option<RegioningParams>,
+    /// Cost of one micro-schedule (default 47,600 cycles, Clovertown's).
+    pub usched_time: Span,
+    /// Cost of opening an unmapped region where it is touched (default 0:
+    /// the source measured no such figure).
+    pub open_time: Span,
+}
+
+impl Default for RegionSchedulingParams {
+    fn default() -> Self {
+        RegionSchedulingParams {
+            regions: Vec::new(),
+            regioning: None,
+            usched_time: Span::cycles(47_600),
+            open_time: Span::cycles(0),
+        }
+    }
+}
+
+/// A given range: pages `[first, last]` of `asid`.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    asid: u32,
+    first: u64,
+    last: u64,
+    cache: Option<u32>,
+}
+
+/// Check `specs` (at `key`) and turn them into sorted page ranges.
+fn ranges(
+    ctx: &MechBuild,
+    issues: &mut Issues,
+    key: &str,
+    specs: &[RegionSpec],
+    shift: u32,
+    caches: bool,
+) -> Vec<Range> {
+    let sockets = ctx.machine.sockets;
+    let mut out: Vec<Range> = Vec::with_capacity(specs.len());
+    for (i, r) in specs.iter().enumerate() {
+        let at = |field: &str| ctx.at(&format!("{key}[{i}].{field}"));
+        issues.check(r.bytes.0 > 0, at("bytes"), "out_of_range", "a range has at least one byte");
+        match r.cache {
+            Some(_) if !caches => issues.push(at("cache"), "unknown_field", "a stack is global: it has no cache"),
+            Some(c) => issues.check(
+                c < sockets,
+                at("cache"),
+                "out_of_range",
+                format!("cache domain {c} does not exist: the machine has {sockets} (its sockets)"),
+            ),
+            None => {}
+        }
+        let Some(end) = r.start.checked_add(r.bytes.0.max(1) - 1) else {
+            issues.push(at("bytes"), "overflow", "the range ends past the address space");
+            continue;
+        };
+        let range = Range { asid: r.asid, first: r.start >> shift, last: end >> shift, cache: r.cache };
+        let overlaps = |o: &Range| o.asid == range.asid && o.first <= range.last && range.first <= o.last;
+        if let Some(j) = out.iter().position(overlaps) {
+            issues.push(at("start"), "overlap", format!("{key}[{i}] shares pages with {key}[{j}]"));
+        }
+        out.push(range);
+    }
+    out.sort_by_key(|r| (r.asid, r.first));
+    out
+}
+
+/// The index of the range of `ranges` holding page `vpn` of `asid`.
+fn range_of(ranges: &[Range], asid: u32, vpn: u64) -> Option<usize> {
+    let i = ranges.partition_point(|r| (r.asid, r.first) <= (asid, vpn));
+    i.checked_sub(1).filter(|&j| ranges[j].asid == asid && ranges[j].last >= vpn)
+}
+
+impl MechanismParams for RegionSchedulingParams {
+    fn build(&self, ctx: &MechBuild) -> Result<Box<dyn Mechanism>> {
+        let mut issues = Issues::default();
+        let usched = ctx.cycles(&mut issues, "usched_time", self.usched_time, 0);
+        let open = ctx.cycles(&mut issues, "open_time", self.open_time, 0);
+        let m = ctx.machine;
+        let shift = m.memory.page_bytes.0.trailing_zeros();
+        let given = ranges(ctx, &mut issues, "regions", &self.regions, shift, true);
+        let regioning = self.regioning.as_ref().map(|r| {
+            let at = |key: &str| format!("regioning.{key}");
+            let stack = ranges(ctx, &mut issues, &at("stack"), &r.stack, shift, false);
+            let merge = match r.merge_time {
+                Some(span) => ctx.cycles(&mut issues, &at("merge_time"), span, 1),
+                None => (usched as f64 / 0.03).round() as u64,
+            };
+            Regioning {
+                period: ctx.cycles(&mut issues, &at("period"), r.period, 1),
+                phase: ctx.cycles(&mut issues, &at("phase"), r.phase, 1),
+                merge: merge.max(1),
+                scan: ctx.cycles(&mut issues, &at("scan_period"), r.scan_period, 1),
+                touch: ctx.cycles(&mut issues, &at("touch_time"), r.touch_time, 0),
+                stack,
+                regions: Regions::default(),
+                tasks: Vec::new(),
+                spaces: Vec::new(),
+            }
+        });
+        issues.finish()?;
+        Ok(Box::new(RegionScheduling {
+            given,
+            regioning,
+            shift,
+            cores_per_socket: m.cores_per_socket,
+            sockets: m.sockets,
+            base_cpi: m.base_cpi,
+            usched,
+            open,
+            last: None,
+            stats: Stats::default(),
+        }))
+    }
+}
+
+super::counters! {
+    /// The counters of `region-scheduling`.
+    pub struct Stats {
+        /// Micro-schedules: tasks moved to the domain of the region they touched.
+        usched,
+        /// Regions opened where they were first touched.
+        opened,
+        /// Regioning phases ended.
+        phases,
+        /// Faults in regioning phases (moves between regions seen).
+        touches,
+        /// Regions merged into others.
+        merges,
+        /// Regions torn back into seeds.
+        teardowns,
+        /// Regions the balancer mapped to a domain.
+        mapped,
+        /// Accessed-bit scans.
+        scans,
+        /// Cycles charged for micro-schedules, openings and regioning faults.
+        cycles,
+    }
+}
+
+/// A task's regioning clock.
+#[derive(Debug, Default)]
+struct TaskClock {
+    /// CPU time (cycles of its accesses).
+    cpu: u64,
+    /// CPU time at which its next phase starts, and the phase, while in one.
+    next_phase: u64,
+    phase: Option<(u64, Phase)>,
+}
+
+/// An address space's regioning clock.
+#[derive(Debug, Default)]
+struct SpaceClock {
+    /// Virtual time: cycles of its tasks' accesses.
+    time: u64,
+    next_scan: u64,
+    /// The region torn down last.
+    torn: Option<u32>,
+}
+
+/// Regions found at run time and their clocks.
+struct Regioning {
+    period: u64,
+    phase: u64,
+    merge: u64,
+    scan: u64,
+    touch: u64,
+    stack: Vec<Range>,
+    regions: Regions,
+    tasks: Vec<TaskClock>,
+    spaces: Vec<SpaceClock>,
+}
+
+impl Regioning {
+    fn task(&mut self, t: TaskId) -> &mut TaskClock {
+        let i = t.0 as usize;
+        if self.tasks.len() <= i {
+            self.tasks.resize_with(i + 1, || TaskClock { next_phase: self.period, ..TaskClock::default() });
+        }
+        &mut self.tasks[i]
+    }
+
+    fn space(&mut self, a: Asid) -> &mut SpaceClock {
+        let i = a.0 as usize;
+        if self.spaces.len() <= i {
+            self.spaces.resize_with(i + 1, || SpaceClock { next_scan: self.scan, ..SpaceClock::default() });
+        }
+        &mut self.spaces[i]
+    }
+
+    /// The size the balancer gives region `r`: its working-set estimate,
+    /// or its pages while no page has a history long enough to count.
+    fn weight(&self, r: u32) -> f64 {
+        let y = self.regions.working_set(r);
+        if y > 0.0 {
+            y
+        } else {
+            self.regions.regions[r as usize].pages.len() as f64
+        }
+    }
+
+    /// The end of a regioning phase of a task of `asid`, which `phase`
+    /// merged: map the address space's unmapped regions, largest first,
+    /// each to the least loaded domain; tear down the largest region the
+    /// phase merged. Returns (regions mapped, regions torn down).
+    fn end_phase(&mut self, asid: Asid, merged: Vec<u32>, sockets: u32) -> (u64, u64) {
+        let mut load = vec![0.0f64; sockets as usize];
+        let mut unmapped = Vec::new();
+        for (i, r) in self.regions.alive().filter(|(_, r)| r.kind != Kind::Global) {
+            match r.cache {
+                Some(c) => load[c as usize] += self.weight(i),
+                None if r.asid == asid => unmapped.push((self.weight(i), i)),
+                None => {}
+            }
+        }
+        // Largest first; ties by founding page, for determinism.
+        unmapped.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for &(w, r) in &unmapped {
+            let c = (0..load.len()).min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b))).unwrap_or(0);
+            load[c] += w;
+            self.regions.regions[r as usize].cache = Some(c as u32);
+        }
+        let last = self.space(asid).torn;
+        let size = |r: u32| self.regions.regions[r as usize].pages.len();
+        // The largest; ties to the oldest slot, for determinism.
+        let largest =
+            merged.into_iter().filter(|&r| last != Some(r)).max_by(|&a, &b| size(a).cmp(&size(b)).then(b.cmp(&a)));
+        let torn = largest.filter(|&r| self.regions.regions[r as usize].pages.len() > 1);
+        if let Some(r) = torn {
+            self.regions.tear_down(r);
+            self.space(asid).torn = Some(r);
+        }
+        (unmapped.len() as u64, torn.is_some() as u64)
+    }
+}
+
+struct RegionScheduling {
+    /// Given ranges, sorted by address space and first page.
+    given: Vec<Range>,
+    regioning: Option<Regioning>,
+    shift: u32,
+    cores_per_socket: u32,
+    sockets: u32,
+    base_cpi: f64,
+    usched: u64,
+    open: u64,
+    /// The given range of the last page looked up (`usize::MAX`: none).
+    last: Option<(u32, u64, usize)>,
+    stats: Stats,
+}
+
+impl RegionScheduling {
+    /// The given range holding page `vpn` of `asid`, if any.
+    fn given_of(&mut self, asid: u32, vpn: u64) -> Option<usize> {
+        if let Some((a, v, r)) = self.last {
+            if a == asid && v == vpn {
+                return (r != usize::MAX).then_some(r);
+            }
+        }
+        let found = range_of(&self.given, asid, vpn);
+        self.last = Some((asid, vpn, found.unwrap_or(usize::MAX)));
+        found
+    }
+
+    /// What a touch of a region mapped to `cache` does from domain `here`;
+    /// `open` maps it here when it is unmapped.
+    fn enforce(&mut self, cache: Option<u32>, here: u32, open: impl FnOnce()) -> Gate {
+        match cache {
+            Some(c) if c == here => Gate::Run { cycles: 0 },
+            Some(socket) => {
+                self.stats.usched += 1;
+                self.stats.cycles += self.usched;
+                Gate::Move { socket, cycles: self.usched }
+            }
+            None => {
+                open();
+                self.stats.opened += 1;
+                self.stats.cycles += self.open;
+                Gate::Run { cycles: self.open }
+            }
+        }
+    }
+}
+
+impl Mechanism for RegionScheduling {
+    fn name(&self) -> &str {
+        "region-scheduling"
+    }
+
+    fn gates_accesses(&self) -> bool {
+        true
+    }
+
+    fn wants_accesses(&self) -> bool {
+        self.regioning.is_some()
+    }
+
+    fn gate(&mut self, ctx: GateCtx<'_>) -> Gate {
+        let vpn = ctx.access.addr.0 >> self.shift;
+        let here = ctx.core.0 / self.cores_per_socket;
+        if let Some(r) = self.given_of(ctx.asid.0, vpn) {
+            let cache = self.given[r].cache;
+            let mut mapped = None;
+            let gate = self.enforce(cache, here, || mapped = Some(here));
+            if mapped.is_some() {
+                self.given[r].cache = mapped;
+            }
+            return gate;
+        }
+        let Some(reg) = self.regioning.as_mut() else { return Gate::Run { cycles: 0 } };
+        let global = ctx.access.kind == AccessKind::Ifetch || range_of(&reg.stack, ctx.asid.0, vpn).is_some();
+        let kind = if global { Kind::Global } else { Kind::Seed };
+        let p = reg.regions.page(ctx.asid, vpn, kind, None);
+        reg.regions.pages[p as usize].accessed = true;
+        let r = reg.regions.pages[p as usize].region;
+        if reg.regions.regions[r as usize].kind == Kind::Global {
+            return Gate::Run { cycles: 0 };
+        }
+        let now = reg.space(ctx.asid).time;
+        let (merge, touch) = (reg.merge, reg.touch);
+        let Regioning { tasks, regions, .. } = reg;
+        if let Some((_, phase)) = tasks.get_mut(ctx.task.0 as usize).and_then(|t| t.phase.as_mut()) {
+            let merges = phase.merges;
+            if !phase.touch(regions, r, now, merge) {
+                return Gate::Run { cycles: 0 };
+            }
+            self.stats.merges += phase.merges - merges;
+            self.stats.touches += 1;
+            self.stats.cycles += touch;
+            return Gate::Run { cycles: touch };
+        }
+        let cache = regions.regions[r as usize].cache;
+        let mut mapped = None;
+        let gate = self.enforce(cache, here, || mapped = Some(here));
+        if let (Some(c), Some(reg)) = (mapped, self.regioning.as_mut()) {
+            reg.regions.regions[r as usize].cache = Some(c);
+        }
+        gate
+    }
+
+    fn on_access(&mut self, ctx: AccessCtx<'_>) -> u32 {
+        let Some(reg) = self.regioning.as_mut() else { return 0 };
+        let spent = (ctx.access.instrs as f64 * self.base_cpi).round() as u64 + ctx.stall_cycles as u64;
+        let here = ctx.core.0 / self.cores_per_socket;
+        let every = reg.scan;
+        let space = reg.space(ctx.asid);
+        space.time += spent;
+        if space.time >= space.next_scan {
+            space.next_scan = space.time - space.time % every + every;
+            reg.regions.scan(ctx.asid, |r| r.cache == Some(here));
+            self.stats.scans += 1;
+        }
+        let (period, length) = (reg.period, reg.phase);
+        let task = reg.task(ctx.task);
+        task.cpu += spent;
+        match task.phase.take() {
+            Some((end, phase)) if task.cpu >= end => {
+                let merged: Vec<u32> = phase.merged(&reg.regions).collect();
+                let (mapped, torn) = reg.end_phase(ctx.asid, merged, self.sockets);
+                self.stats.phases += 1;
+                self.stats.mapped += mapped;
+                self.stats.teardowns += torn;
+            }
+            Some(open) => task.phase = Some(open),
+            None if task.cpu >= task.next_phase => {
+                task.next_phase = task.cpu - task.cpu % period + period;
+                task.phase = Some((task.cpu + length, Phase::default()));
+            }
+            None => {}
+        }
+        0
+    }
+
+    fn regions(&self) -> Vec<RegionRow> {
+        let given = self.given.iter().map(|g| RegionRow {
+            asid: g.asid,
+            region: g.first,
+            kind: "given",
+            cache: g.cache,
+            pages: g.last - g.first + 1,
+            working_set: None,
+        });
+        let found = self.regioning.iter().flat_map(|reg| {
+            reg.regions.alive().map(|(i, r)| RegionRow {
+                asid: r.asid.0,
+                region: r.founder,
+                kind: match r.kind {
+                    Kind::Seed => "seed",
+                    Kind::Regular => "regular",
+                    Kind::Global => "global",
+                },
+                cache: r.cache,
+                pages: r.pages.len() as u64,
+                working_set: Some(reg.regions.working_set(i)),
+            })
+        });
+        let mut rows: Vec<RegionRow> = given.chain(found).collect();
+        rows.sort_by_key(|r| (r.asid, r.region));
+        rows
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = Stats::default();
+    }
+
+    fn results(&mut self) -> Vec<(&'static str, u64)> {
+        self.stats.named()
+    }
+}

@@ -1,0 +1,349 @@
+//! The regions of region scheduling (spec 2.2, 2.6, 2.7): pages grouped
+//! into regions, each region maybe mapped to a cache domain; the accessed
+//! bits and 32-bit histories of the pages; the working-set estimate of a
+//! region; and regioning, which merges regions a task goes back and forth
+//! between.
+//!
+//! Regions partition the pages an address space has touched: a page starts
+//! as a one-page `Seed` region; regioning merges regions into `Regular`
+//! ones; pages the source never schedules (code, stack) are `Global`. A
+//! region keeps the domain it is mapped to (`None`: not yet), and the page
+//! that founded it names it (the source's region ids are frame numbers).
+
+use crate::mem::tlb;
+use crate::types::Asid;
+use crate::util::hash::U64Map;
+
+/// A region's kind (spec Table 1's flags; "local" is a mapped one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// One page, never merged (or torn down).
+    Seed,
+    /// Merged by regioning.
+    Regular,
+    /// Open everywhere, never scheduled: code and stack pages.
+    Global,
+}
+
+/// One region.
+#[derive(Debug, Clone)]
+pub(super) struct Region {
+    /// Its address space.
+    pub(super) asid: Asid,
+    /// The page that founded it (its id in reports).
+    pub(super) founder: u64,
+    /// Its pages (indexes into [`Regions`]' pages).
+    pub(super) pages: Vec<u32>,
+    pub(super) kind: Kind,
+    /// The cache domain it is mapped to.
+    pub(super) cache: Option<u32>,
+    /// The address space's virtual time when a regioning task last left it.
+    pub(super) left_at: u64,
+    /// Whether it still exists (merged regions leave an empty slot).
+    pub(super) alive: bool,
+}
+
+/// One page.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Page {
+    pub(super) vpn: u64,
+    pub(super) region: u32,
+    /// Touched since the last scan.
+    pub(super) accessed: bool,
+    /// One bit per scan, newest lowest: whether it was touched in that period.
+    pub(super) history: u32,
+}
+
+/// The working-set estimate of pages with these histories (spec 2.7), in
+/// pages: a page whose history has `x` ones counts 1 for `x` in 26..=32,
+/// 3/4 for 20..=25, 1/2 for 14..=19, 1/4 for 8..=13, nothing below 8 (a
+/// history of 32 ones falls in the source's last bin, 31).
+pub(super) fn working_set(histories: impl Iterator<Item = u32>) -> f64 {
+    histories
+        .map(|h| match h.count_ones() {
+            26.. => 1.0,
+            20..=25 => 0.75,
+            14..=19 => 0.5,
+            8..=13 => 0.25,
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// Every region and page of the run.
+#[derive(Debug, Default)]
+pub(super) struct Regions {
+    pub(super) regions: Vec<Region>,
+    pub(super) pages: Vec<Page>,
+    /// Page index by `tlb::key(asid, vpn)`.
+    index: U64Map,
+}
+
+impl Regions {
+    /// The page `vpn` of `asid`, made a new seed region of kind `kind`
+    /// (with `cache`) if it is new; its index.
+    pub(super) fn page(&mut self, asid: Asid, vpn: u64, kind: Kind, cache: Option<u32>) -> u32 {
+        let key = tlb::key(asid, vpn);
+        if let Some(p) = self.index.get(key) {
+            return p as u32;
+        }
+        let p = self.pages.len() as u32;
+        let region = self.regions.len() as u32;
+        self.pages.push(Page { vpn, region, accessed: false, history: 0 });
+        self.regions.push(Region { asid, founder: vpn, pages: vec![p], kind, cache, left_at: 0, alive: true });
+        self.index.insert(key, p as u64);
+        p
+    }
+
+    /// Merge regions `a` and `b` (the larger keeps its slot and its
+    /// founder); returns the region that holds both, `Regular` and not
+    /// mapped (the balancer maps it when the phase ends).
+    pub(super) fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == b {
+            return a;
+        }
+        let (big, small) =
+            if self.regions[a as usize].pages.len() >= self.regions[b as usize].pages.len() { (a, b) } else { (b, a) };
+        let moved = std::mem::take(&mut self.regions[small as usize].pages);
+        for &p in &moved {
+            self.pages[p as usize].region = big;
+        }
+        self.regions[small as usize].alive = false;
+        let keep = &mut self.regions[big as usize];
+        keep.pages.extend(moved);
+        keep.kind = Kind::Regular;
+        // Mapped anew when its phase ends.
+        keep.cache = None;
+        big
+    }
+
+    /// Turn region `r` back into one seed region per page, each mapped
+    /// where `r` was (spec 2.6, teardown).
+    pub(super) fn tear_down(&mut self, r: u32) {
+        let region = &mut self.regions[r as usize];
+        let (asid, cache, left_at) = (region.asid, region.cache, region.left_at);
+        let pages = std::mem::take(&mut region.pages);
+        let Some((&first, rest)) = pages.split_first() else { return };
+        let region = &mut self.regions[r as usize];
+        region.pages = vec![first];
+        region.kind = Kind::Seed;
+        region.founder = self.pages[first as usize].vpn;
+        for &p in rest {
+            let id = self.regions.len() as u32;
+            self.pages[p as usize].region = id;
+            let founder = self.pages[p as usize].vpn;
+            self.regions.push(Region { asid, founder, pages: vec![p], kind: Kind::Seed, cache, left_at, alive: true });
+        }
+    }
+
+    /// The working-set estimate of region `r`, in pages.
+    pub(super) fn working_set(&self, r: u32) -> f64 {
+        working_set(self.regions[r as usize].pages.iter().map(|&p| self.pages[p as usize].history))
+    }
+
+    /// A scan of `asid`'s pages in the regions `open` picks: each page's
+    /// accessed bit shifts into its history and clears.
+    pub(super) fn scan(&mut self, asid: Asid, open: impl Fn(&Region) -> bool) {
+        for region in self.regions.iter().filter(|r| r.alive && r.asid == asid && open(r)) {
+            for &p in &region.pages {
+                let page = &mut self.pages[p as usize];
+                page.history = page.history << 1 | page.accessed as u32;
+                page.accessed = false;
+            }
+        }
+    }
+
+    /// The live regions.
+    pub(super) fn alive(&self) -> impl Iterator<Item = (u32, &Region)> {
+        self.regions.iter().enumerate().filter(|(_, r)| r.alive).map(|(i, r)| (i as u32, r))
+    }
+}
+
+/// One task's regioning phase (spec 2.6): every region but the open one is
+/// closed, so every move to another region is seen; a region re-entered
+/// less than `merge_time` after it was left merges with every region
+/// entered since (those above it in the LRU stack).
+#[derive(Debug, Default)]
+pub(super) struct Phase {
+    /// The region open now.
+    pub(super) open: Option<u32>,
+    /// The regions left in this phase, least recently left first.
+    stack: Vec<u32>,
+    /// Merges made.
+    pub(super) merges: u64,
+    /// The regions merges made (some since merged further).
+    made: Vec<u32>,
+}
+
+impl Phase {
+    /// The regions this phase merged that still exist.
+    pub(super) fn merged<'a>(&'a self, regions: &'a Regions) -> impl Iterator<Item = u32> + 'a {
+        let mut seen = self.made.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.into_iter().filter(|&r| regions.regions[r as usize].alive)
+    }
+
+    /// The task touched region `r` at virtual time `now` (of its address
+    /// space): returns whether that was a fault (another region was open),
+    /// with the regions merged as the rule says.
+    pub(super) fn touch(&mut self, regions: &mut Regions, r: u32, now: u64, merge_time: u64) -> bool {
+        if self.open == Some(r) {
+            return false;
+        }
+        if let Some(prev) = self.open.take() {
+            regions.regions[prev as usize].left_at = now;
+            self.stack.retain(|&x| x != prev);
+            self.stack.push(prev);
+        }
+        let mut cur = r;
+        if let Some(at) = self.stack.iter().position(|&x| x == r) {
+            let idle = now.saturating_sub(regions.regions[r as usize].left_at);
+            let above = self.stack.split_off(at);
+            if idle < merge_time {
+                for &other in &above[1..] {
+                    cur = regions.merge(cur, other);
+                    self.merges += 1;
+                }
+                if above.len() > 1 {
+                    self.made.push(cur);
+                }
+            } else {
+                self.stack.extend_from_slice(&above[1..]);
+            }
+        }
+        self.open = Some(cur);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spec's formula as written there: a histogram `H(x)` of the
+    /// histories' counts of ones in 32 bins (32 ones clipped into bin 31),
+    /// then `y = sum H(26..31) + 3/4 sum H(20..25) + 1/2 sum H(14..19) +
+    /// 1/4 sum H(8..13)`.
+    fn by_the_histogram(histories: &[u32]) -> f64 {
+        let mut h = [0u64; 32];
+        for x in histories {
+            h[(x.count_ones() as usize).min(31)] += 1;
+        }
+        let sum = |a: usize, b: usize| h[a..=b].iter().sum::<u64>() as f64;
+        sum(26, 31) + 0.75 * sum(20, 25) + 0.5 * sum(14, 19) + 0.25 * sum(8, 13)
+    }
+
+    #[test]
+    fn the_working_set_is_the_specs_weighted_histogram() {
+        let ones = |n: u32| if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        // Every boundary of the bins, by hand: 1 + 1 + 3/4 + 3/4 + 1/2 + 1/2 + 1/4 + 1/4 + 0.
+        let edges: Vec<u32> = [32, 26, 25, 20, 19, 14, 13, 8, 7].iter().map(|&n| ones(n)).collect();
+        assert_eq!(working_set(edges.iter().copied()), 5.0);
+        let mut rng = crate::util::rng::Rng::from_seed(9);
+        for _ in 0..200 {
+            let histories: Vec<u32> = (0..rng.below(50)).map(|_| rng.next_u64() as u32 >> rng.below(32)).collect();
+            assert_eq!(working_set(histories.iter().copied()), by_the_histogram(&histories));
+        }
+    }
+
+    #[test]
+    fn regioning_merges_what_the_task_goes_back_to_within_the_merge_time() {
+        let asid = Asid(0);
+        let mut r = Regions::default();
+        let page = |r: &mut Regions, vpn| {
+            let p = r.page(asid, vpn, Kind::Seed, None);
+            r.pages[p as usize].region
+        };
+        let mut phase = Phase::default();
+        let q = 15;
+        // A, B, back to A 10 after leaving it: A and B merge.
+        for (vpn, t) in [(1, 0), (2, 10), (1, 20)] {
+            let region = page(&mut r, vpn);
+            assert!(phase.touch(&mut r, region, t, q));
+        }
+        assert_eq!(phase.merges, 1);
+        // Within the merged region, no fault.
+        let ab = page(&mut r, 2);
+        assert!(!phase.touch(&mut r, ab, 25, q));
+        // C, D, back to C 60 after leaving it: no merge; then D 5 after
+        // leaving it: D merges with C, the only region entered since.
+        for (vpn, t) in [(3, 30), (4, 40), (3, 100), (4, 105)] {
+            let region = page(&mut r, vpn);
+            assert!(phase.touch(&mut r, region, t, q));
+        }
+        assert_eq!(phase.merges, 2);
+        // Back to AB, 80 after it was left: no merge with CD.
+        let ab = page(&mut r, 1);
+        assert!(phase.touch(&mut r, ab, 110, q));
+        let mut found: Vec<Vec<u64>> = r
+            .alive()
+            .map(|(_, g)| {
+                let mut v: Vec<u64> = g.pages.iter().map(|&p| r.pages[p as usize].vpn).collect();
+                v.sort();
+                v
+            })
+            .collect();
+        found.sort();
+        assert_eq!(found, vec![vec![1, 2], vec![3, 4]]);
+        assert!(r.alive().all(|(_, g)| g.kind == Kind::Regular));
+    }
+
+    #[test]
+    fn a_region_reentered_merges_with_every_region_entered_since() {
+        let asid = Asid(0);
+        let mut r = Regions::default();
+        let mut phase = Phase::default();
+        // A B C D, then A again soon: all four become one.
+        for (vpn, t) in [(1, 0), (2, 1), (3, 2), (4, 3), (1, 4)] {
+            let p = r.page(asid, vpn, Kind::Seed, None);
+            let region = r.pages[p as usize].region;
+            phase.touch(&mut r, region, t, 10);
+        }
+        assert_eq!(phase.merges, 3);
+        assert_eq!(r.alive().count(), 1);
+    }
+
+    #[test]
+    fn teardown_makes_seeds_mapped_where_the_region_was() {
+        let asid = Asid(3);
+        let mut r = Regions::default();
+        let ps: Vec<u32> = (10..13).map(|v| r.page(asid, v, Kind::Seed, Some(1))).collect();
+        let a = r.pages[ps[0] as usize].region;
+        let b = r.pages[ps[1] as usize].region;
+        let c = r.pages[ps[2] as usize].region;
+        let ab = r.merge(a, b);
+        let abc = r.merge(ab, c);
+        assert_eq!(r.alive().count(), 1);
+        // Merged regions are unmapped until the balancer maps them.
+        assert_eq!(r.regions[abc as usize].cache, None);
+        r.regions[abc as usize].cache = Some(1);
+        r.tear_down(abc);
+        let seeds: Vec<(u64, Kind, Option<u32>)> = r.alive().map(|(_, g)| (g.founder, g.kind, g.cache)).collect();
+        assert_eq!(seeds.len(), 3);
+        assert!(seeds.iter().all(|&(_, k, c)| k == Kind::Seed && c == Some(1)));
+        for &p in &ps {
+            let g = &r.regions[r.pages[p as usize].region as usize];
+            assert_eq!(g.pages, vec![p]);
+            assert_eq!(g.founder, r.pages[p as usize].vpn);
+        }
+    }
+
+    #[test]
+    fn a_scan_shifts_the_accessed_bits_of_the_open_regions_only() {
+        let asid = Asid(0);
+        let mut r = Regions::default();
+        let a = r.page(asid, 1, Kind::Seed, Some(0));
+        let b = r.page(asid, 2, Kind::Seed, Some(1));
+        for _ in 0..10 {
+            r.pages[a as usize].accessed = true;
+            r.pages[b as usize].accessed = true;
+            r.scan(asid, |g| g.cache == Some(0));
+        }
+        assert_eq!(r.pages[a as usize].history, (1 << 10) - 1);
+        // Page b's region was closed in the scanned view: untouched history.
+        assert_eq!(r.pages[b as usize].history, 0);
+        assert!(r.pages[b as usize].accessed);
+        assert_eq!(r.working_set(r.pages[a as usize].region), 0.25);
+    }
+}

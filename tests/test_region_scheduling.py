@@ -1,0 +1,196 @@
+"""`region-scheduling` (seed 003): pages of a region mapped to one cache
+domain, and a task micro-scheduled to the domain of the region it touches.
+Checked against the timing model written out here: with TLBs off, a
+reference costs its instructions plus the latency of the level that served
+it, and each micro-schedule its fixed cost."""
+
+import tomllib
+
+import cachesched
+import pytest
+from cachesched import ConfigError
+
+MiB = 1 << 20
+BASE = 0x10_0000_0000  # where the latency kernel lays its regions out
+USCHED = 47_600        # the default: Clovertown's measured micro-schedule
+
+
+def preset(name: str) -> dict:
+    text = next(p for p in cachesched.presets() if p["name"] == name)["toml"]
+    return tomllib.loads(text)["machine"]
+
+
+def memlat(S: int, A: int, caches: list | None, accesses: int = 300_000, **params):
+    """Two regions of S bytes chased A loads at a time (spec E1), on
+    Clovertown; ``caches``: each region's cache domain (``None`` in the list:
+    opened where first touched), or no mechanism at all."""
+    w = {"kind": "latency", "params": {"regions": 2, "region_bytes": S, "visit_accesses": A, "accesses": accesses}}
+    cfg = {"machine": {"preset": "region-clovertown", "tlb": False}, "tasks": [{"workload": w}],
+           "scheduler": {"kind": "pinned"}}
+    if caches is not None:
+        regions = [{"asid": 0, "start": BASE + i * S, "bytes": S, **({} if c is None else {"cache": c})}
+                   for i, c in enumerate(caches)]
+        cfg["mechanisms"] = [{"kind": "region-scheduling", "params": {"regions": regions, **params}}]
+    return cachesched.simulate(cfg)
+
+
+def counters(r) -> dict:
+    m = r.mechanisms
+    return m.iloc[0].to_dict() if len(m) else {"usched": 0, "opened": 0, "cycles": 0}
+
+
+def modelled_cycles(r) -> int:
+    """The run's cycles from its counts: instructions at CPI 1, each
+    reference the latency of the level that served it, each micro-schedule
+    and opening what the mechanism charged."""
+    m = preset("region-clovertown")
+    levels = r.levels.groupby("level")[["hits", "misses"]].sum()
+    stall = (levels.loc["l1d", "hits"] * m["l1d"]["latency_cycles"] + levels.loc["llc", "hits"] * m["llc"]["latency_cycles"]
+             + levels.loc["llc", "misses"] * m["memory"]["latency_cycles"])
+    return int(r.summary["instructions"] + stall + counters(r)["cycles"])
+
+
+def test_unification_wins_what_the_misses_say_when_two_regions_overflow_one_cache():
+    # 2 x 3 MiB against 4 MiB caches: confined, the regions evict each other.
+    S, A = 3 * MiB, 65536
+    confined, unified = memlat(S, A, [0, 0]), memlat(S, A, [0, 1])
+    for r in (confined, unified):
+        assert r.summary["cycles"] == modelled_cycles(r)
+    switches = 300_000 // A  # region switches in the run, each a micro-schedule when unified
+    assert counters(unified)["usched"] == switches and counters(confined)["usched"] == 0
+    assert unified.summary["migrations"] == switches
+    # Each region keeps its cache: far fewer misses (beyond the cold ones,
+    # only conflicts of a 3 MiB region in a 4 MiB cache), enough to pay the moves.
+    llc = lambda r: r.levels.groupby("level").misses.sum()["llc"]
+    assert llc(unified) < 0.6 * llc(confined)
+    assert unified.summary["cycles"] < confined.summary["cycles"]
+
+
+def test_unification_loses_exactly_the_usched_cost_when_both_regions_fit_one_cache():
+    S, A = 1 * MiB, 65536
+    confined, unified = memlat(S, A, [0, 0]), memlat(S, A, [0, 1])
+    lv = lambda r: r.levels.groupby("level")[["hits", "misses"]].sum()
+    assert lv(unified).equals(lv(confined))
+    assert unified.summary["cycles"] - confined.summary["cycles"] == (300_000 // A) * USCHED
+    # A cheaper micro-schedule (Westmere's 17,800 cycles) loses less.
+    west = memlat(S, A, [0, 1], usched_time=17_800)
+    assert west.summary["cycles"] - confined.summary["cycles"] == (300_000 // A) * 17_800
+
+
+def test_a_region_without_a_cache_opens_where_it_is_first_touched():
+    # Both open on domain 0, where the task starts: it never moves.
+    r = memlat(1 * MiB, 65536, [None, None], open_time=1000)
+    c = counters(r)
+    assert (c["usched"], c["opened"], c["cycles"]) == (0, 2, 2000)
+    assert r.summary["migrations"] == 0
+    confined = memlat(1 * MiB, 65536, None)
+    assert r.summary["cycles"] == confined.summary["cycles"] + 2000
+
+
+def test_a_task_moved_to_a_domain_stays_there_under_a_balancing_scheduler():
+    # Two processes start on domain 0's two cores; each one's region is on
+    # domain 1. Each moves there at its first reference, and the balancer,
+    # which would spread them over the idle cores of domain 0, may not take
+    # them back: they share domain 1's two cores.
+    w = {"kind": "latency", "params": {"regions": 1, "region_bytes": MiB, "visit_accesses": 4096, "accesses": 200_000}}
+    regions = [{"asid": a, "start": BASE, "bytes": MiB, "cache": 1} for a in range(2)]
+    r = cachesched.simulate({
+        "machine": {"preset": "region-clovertown", "tlb": False},
+        "tasks": [{"workload": w, "asid": a, "affinity": [0, 1, 2, 3]} for a in range(2)],
+        "scheduler": {"kind": "balance", "params": {"quantum": "1ms", "period": "2ms"}},
+        "mechanisms": [{"kind": "region-scheduling", "params": {"regions": regions}}]})
+    assert counters(r)["usched"] == 2
+    per_socket = preset("region-clovertown")["cores_per_socket"]
+    for task, cores in r.slices.groupby("task").core.apply(list).items():
+        assert cores[0] // per_socket == 0 and {c // per_socket for c in cores[1:]} == {1}, (task, cores)
+
+
+@pytest.mark.parametrize("regions, key", [
+    ([{"asid": 0, "start": BASE, "bytes": MiB, "cache": 2}], "mechanisms[0].params.regions[0].cache"),
+    ([{"asid": 0, "start": BASE, "bytes": 0}], "mechanisms[0].params.regions[0].bytes"),
+    ([{"asid": 0, "start": BASE, "bytes": MiB}, {"asid": 0, "start": BASE + 4096, "bytes": 4096}],
+     "mechanisms[0].params.regions[1].start"),
+])
+def test_bad_regions_name_the_key(regions, key):
+    w = {"kind": "latency", "params": {"accesses": 1000}}
+    with pytest.raises(ConfigError) as e:
+        cachesched.simulate({"machine": {"preset": "region-clovertown"}, "workload": w,
+                             "mechanisms": [{"kind": "region-scheduling", "params": {"regions": regions}}]})
+    assert key in str(e.value)
+
+
+def regioned_memlat(S: int, A: int, accesses: int = 2_000_000, **regioning):
+    w = {"kind": "latency", "params": {"regions": 2, "region_bytes": S, "visit_accesses": A, "accesses": accesses}}
+    return cachesched.simulate({
+        "machine": {"preset": "region-clovertown", "tlb": False}, "tasks": [{"workload": w}],
+        "scheduler": {"kind": "pinned"},
+        "mechanisms": [{"kind": "region-scheduling",
+                        "params": {"regioning": {"period": "20ms", "phase": "10ms", **regioning}}}]})
+
+
+def test_regioning_finds_memlats_two_regions_and_maps_them_to_the_two_caches():
+    S, A = 3 * MiB, 65536
+    r = regioned_memlat(S, A)
+    c = counters(r)
+    assert c["phases"] >= 1 and c["merges"] > 0 and c["usched"] > 0
+    pages = S // 4096
+    first = BASE // 4096
+    which = lambda vpn: (vpn - first) // pages  # memlat region of a page
+    t = r.regions
+    assert t.pages.sum() == 2 * pages and set(t.kind) <= {"regular", "seed"}
+    # Each memlat region ends on one cache, the two on different caches: as
+    # one regular region, or as the seeds of the one torn down last.
+    caches = {m: set(t[t.region.map(which) == m].cache) for m in (0, 1)}
+    assert all(len(v) == 1 for v in caches.values()) and caches[0] != caches[1]
+    regular = t[t.kind == "regular"]
+    assert len(regular) >= 1 and (regular.pages == pages).all()
+    # Faster than both regions confined to one cache.
+    w = {"kind": "latency", "params": {"regions": 2, "region_bytes": S, "visit_accesses": A, "accesses": 2_000_000}}
+    confined = cachesched.simulate({"machine": {"preset": "region-clovertown", "tlb": False},
+                                    "tasks": [{"workload": w}], "scheduler": {"kind": "pinned"}})
+    assert r.summary["cycles"] < confined.summary["cycles"]
+    # Same config, same regions.
+    assert regioned_memlat(S, A).regions.equals(t)
+
+
+def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
+    # A sweep over 16 MiB: a page is revisited a whole pass later, far more
+    # than the merge time: every page stays its own seed region.
+    w = {"kind": "stream", "params": {"working_set_bytes": "16MiB", "stride_bytes": 64, "accesses": 1_000_000}}
+    r = cachesched.simulate({
+        "machine": {"preset": "region-clovertown", "tlb": False}, "tasks": [{"workload": w}],
+        "scheduler": {"kind": "pinned"},
+        "mechanisms": [{"kind": "region-scheduling", "params": {"regioning": {"period": "5ms", "phase": "5ms"}}}]})
+    c = counters(r)
+    assert c["phases"] >= 1 and c["touches"] > 0 and c["merges"] == 0
+    assert set(r.regions.kind) == {"seed"}
+
+
+@pytest.mark.parametrize("regioning, key", [
+    ({"merge_time": 0}, "mechanisms[0].params.regioning.merge_time"),
+    ({"phase": 0}, "mechanisms[0].params.regioning.phase"),
+    ({"stack": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 0}]}, "mechanisms[0].params.regioning.stack[0].cache"),
+])
+def test_bad_regioning_names_the_key(regioning, key):
+    with pytest.raises(ConfigError) as e:
+        cachesched.simulate({"machine": {"preset": "region-clovertown"},
+                             "workload": {"kind": "latency", "params": {"accesses": 1000}},
+                             "mechanisms": [{"kind": "region-scheduling", "params": {"regioning": regioning}}]})
+    assert key in str(e.value)
+
+
+def test_code_and_stack_pages_are_global_and_never_move_a_task():
+    # A uniform workload with instruction fetches in a 16 KiB code region
+    # (4 pages), and its data range declared a stack: every page global.
+    w = {"kind": "uniform", "params": {"working_set_bytes": "64KiB", "ifetch_fraction": 0.3, "accesses": 200_000}}
+    stack = [{"asid": 0, "start": BASE, "bytes": "64KiB"}]
+    r = cachesched.simulate({
+        "machine": {"preset": "region-clovertown", "tlb": False}, "tasks": [{"workload": w}],
+        "scheduler": {"kind": "pinned"},
+        "mechanisms": [{"kind": "region-scheduling",
+                        "params": {"regioning": {"period": "1ms", "phase": "1ms", "stack": stack}}}]})
+    t = r.regions
+    assert set(t.kind) == {"global"} and t.cache.isna().all()
+    assert t.pages.sum() == 16 + 4
+    c = counters(r)
+    assert (c["usched"], c["opened"], c["touches"], c["merges"]) == (0, 0, 0, 0)

@@ -133,6 +133,8 @@ def test_regioning_finds_memlats_two_regions_and_maps_them_to_the_two_caches():
     r = regioned_memlat(S, A)
     c = counters(r)
     assert c["phases"] >= 1 and c["merges"] > 0 and c["usched"] > 0
+    # Every condition holds: 6 MiB is more than one cache, less than both.
+    assert (c["fallback_c1"], c["fallback_c2"], c["fallback_c3"]) == (0, 0, 0)
     pages = S // 4096
     first = BASE // 4096
     which = lambda vpn: (vpn - first) // pages  # memlat region of a page
@@ -160,7 +162,8 @@ def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
     r = cachesched.simulate({
         "machine": {"preset": "region-clovertown", "tlb": False}, "tasks": [{"workload": w}],
         "scheduler": {"kind": "pinned"},
-        "mechanisms": [{"kind": "region-scheduling", "params": {"regioning": {"period": "5ms", "phase": "5ms"}}}]})
+        "mechanisms": [{"kind": "region-scheduling",
+                        "params": {"regioning": {"period": "5ms", "phase": "5ms", "fallback": False}}}]})
     c = counters(r)
     assert c["phases"] >= 1 and c["touches"] > 0 and c["merges"] == 0
     assert set(r.regions.kind) == {"seed"}
@@ -170,6 +173,8 @@ def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
     ({"merge_time": 0}, "mechanisms[0].params.regioning.merge_time"),
     ({"phase": 0}, "mechanisms[0].params.regioning.phase"),
     ({"stack": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 0}]}, "mechanisms[0].params.regioning.stack[0].cache"),
+    ({"min_access": 0}, "mechanisms[0].params.regioning.min_access"),
+    ({"max_access": 100}, "mechanisms[0].params.regioning.max_access"),
 ])
 def test_bad_regioning_names_the_key(regioning, key):
     with pytest.raises(ConfigError) as e:
@@ -194,3 +199,54 @@ def test_code_and_stack_pages_are_global_and_never_move_a_task():
     assert t.pages.sum() == 16 + 4
     c = counters(r)
     assert (c["usched"], c["opened"], c["touches"], c["merges"]) == (0, 0, 0, 0)
+
+
+def fell_back(r) -> tuple:
+    c = counters(r)
+    return c["fallback_c1"], c["fallback_c2"], c["fallback_c3"]
+
+
+def test_c2_a_working_set_that_fits_one_cache_goes_back_to_ordinary_scheduling():
+    # 2 x 1 MiB fits one 4 MiB cache: at the first phase's end the regions
+    # become global, no task moves, and the run costs what the confined one does.
+    # (Runs of 1 MiB regions hit the cache: phases come sooner to fit the run.)
+    r = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms")
+    assert fell_back(r) == (0, 1, 0)
+    assert set(r.regions.kind) == {"global"} and counters(r)["usched"] == 0
+    w = {"kind": "latency", "params": {"regions": 2, "region_bytes": MiB, "visit_accesses": 65536, "accesses": 2_000_000}}
+    confined = cachesched.simulate({"machine": {"preset": "region-clovertown", "tlb": False},
+                                    "tasks": [{"workload": w}], "scheduler": {"kind": "pinned"}})
+    assert r.summary["cycles"] == confined.summary["cycles"]
+
+
+def test_c3_a_working_set_that_overflows_every_cache_goes_back_to_ordinary_scheduling():
+    r = regioned_memlat(6 * MiB, 65536)  # 12 MiB against 2 x 4 MiB
+    assert fell_back(r) == (0, 0, 1)
+    assert set(r.regions.kind) == {"global"}
+
+
+@pytest.mark.parametrize("window, fails", [
+    ({"min_access": 60_000}, False),   # about 65,536 references per micro-schedule: inside
+    ({"min_access": 100_000}, True),   # too few per micro-schedule
+    ({"max_access": 60_000}, True),    # too many: the gain is marginal
+    ({"max_access": 100_000}, False),
+])
+def test_c1_references_per_micro_schedule_outside_the_window_go_back_to_ordinary_scheduling(window, fails):
+    # Unified after the first phase, the task moves once per 65,536
+    # references; the second phase's end judges that rate.
+    r = regioned_memlat(3 * MiB, 65536, **window)
+    assert fell_back(r) == ((1, 0, 0) if fails else (0, 0, 0))
+    if fails:
+        assert set(r.regions.kind) == {"global"}
+        # No move after the fall-back: the micro-schedules all came before.
+        assert counters(r)["usched"] > 0
+
+
+def test_without_fallback_a_fitting_working_set_is_unified_and_pays_for_it():
+    # Cache hits make memlat's 1 MiB visits short: with the default merge
+    # time the two regions merge into one. A shorter one keeps them apart.
+    r = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms", fallback=False, merge_time="100us")
+    assert fell_back(r) == (0, 0, 0) and counters(r)["usched"] > 0
+    confined = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms", merge_time="100us")
+    assert fell_back(confined) == (0, 1, 0)
+    assert r.summary["cycles"] > confined.summary["cycles"]

@@ -227,7 +227,7 @@ impl Engine {
         let (id, asid) = (CoreId(c as u32), spec.asid);
         self.machine.set_clock(self.cores[c].clock);
         let Engine { machine, mechanisms, per_access, gating, .. } = self;
-        let mut moving = None;
+        let (mut moving, mut released) = (None, false);
         let (n, extra) = self.tasks[ti].run_chunk(&mut self.cores[c], &mut self.views[ti], &ctx, most, |chunk| {
             let counted = machine.tasks[ti].instructions;
             let (ran, stall, extra) = if *per_access {
@@ -242,6 +242,7 @@ impl Engine {
                                     moving = Some(socket);
                                     break;
                                 }
+                                Gate::Release => released = true,
                             }
                         }
                         if moving.is_some() {
@@ -275,6 +276,9 @@ impl Engine {
         }
         if reached(self.tasks[ti].window.as_ref().map(|w| w.end), done_instr) {
             self.close_window(task, true);
+        }
+        if released {
+            self.views[ti].cache = None;
         }
         self.tasks[ti].close_chunk(&mut self.cores[c], &self.views[ti])?;
         match moving {

@@ -97,6 +97,9 @@ pub enum Gate {
         /// Cycles charged on the core it leaves.
         cycles: u64,
     },
+    /// The access runs here, and the task is confined to no domain any
+    /// more (its address space went back to ordinary scheduling).
+    Release,
 }
 
 /// What a mechanism sees at one of its periodic points

@@ -81,6 +81,15 @@ pub struct RegioningParams {
     pub touch_time: Span,
     /// Address ranges of stacks, global (no cache); `cache` is not allowed.
     pub stack: Vec<RegionSpec>,
+    /// Go back to ordinary scheduling when regioning does not pay (spec
+    /// 2.8's conditions C1-C3, checked at the end of each phase).
+    pub fallback: bool,
+    /// C1: fewest references per micro-schedule (default 4096, the
+    /// source's 2^12 on Clovertown).
+    pub min_access: u64,
+    /// C1: most references per micro-schedule, beyond which the gain is
+    /// marginal (default none; the source's 2^16 on Clovertown).
+    pub max_access: Option<u64>,
 }
 
 impl Default for RegioningParams {
@@ -92,6 +101,9 @@ impl Default for RegioningParams {
             scan_period: Span::millis(100.0),
             touch_time: Span::cycles(0),
             stack: Vec::new(),
+            fallback: true,
+            min_access: 4096,
+            max_access: None,
         }
     }
 }
@@ -191,7 +203,20 @@ impl MechanismParams for RegionSchedulingParams {
                 Some(span) => ctx.cycles(&mut issues, &at("merge_time"), span, 1),
                 None => (usched as f64 / 0.03).round() as u64,
             };
+            issues.check(r.min_access >= 1, ctx.at(&at("min_access")), "out_of_range", "min_access must be at least 1");
+            if let Some(most) = r.max_access {
+                issues.check(
+                    most > r.min_access,
+                    ctx.at(&at("max_access")),
+                    "out_of_range",
+                    format!("max_access must be above min_access ({}), got {most}", r.min_access),
+                );
+            }
+            let cache = m.llc.as_ref().or(m.l2.as_ref()).map_or(0, |c| c.size_bytes.0);
             Regioning {
+                fallback: r.fallback.then_some((r.min_access, r.max_access.unwrap_or(u64::MAX))),
+                capacity: (cache >> shift) as f64,
+                sockets: m.sockets,
                 period: ctx.cycles(&mut issues, &at("period"), r.period, 1),
                 phase: ctx.cycles(&mut issues, &at("phase"), r.phase, 1),
                 merge: merge.max(1),
@@ -209,7 +234,6 @@ impl MechanismParams for RegionSchedulingParams {
             regioning,
             shift,
             cores_per_socket: m.cores_per_socket,
-            sockets: m.sockets,
             base_cpi: m.base_cpi,
             usched,
             open,
@@ -238,6 +262,13 @@ super::counters! {
         mapped,
         /// Accessed-bit scans.
         scans,
+        /// Address spaces that went back to ordinary scheduling because C1
+        /// failed: references per micro-schedule outside the window.
+        fallback_c1,
+        /// ... because C2 failed: their working set fits one domain's cache.
+        fallback_c2,
+        /// ... because C3 failed: it overflows all the domains' caches.
+        fallback_c3,
         /// Cycles charged for micro-schedules, openings and regioning faults.
         cycles,
     }
@@ -251,6 +282,8 @@ struct TaskClock {
     /// CPU time at which its next phase starts, and the phase, while in one.
     next_phase: u64,
     phase: Option<(u64, Phase)>,
+    /// Released from its domain after its address space fell back.
+    released: bool,
 }
 
 /// An address space's regioning clock.
@@ -261,10 +294,20 @@ struct SpaceClock {
     next_scan: u64,
     /// The region torn down last.
     torn: Option<u32>,
+    /// References and micro-schedules since its last phase ended (C1).
+    accesses: u64,
+    usched: u64,
+    /// The condition (1 to 3) that made it go back to ordinary scheduling.
+    fell_back: Option<u8>,
 }
 
 /// Regions found at run time and their clocks.
 struct Regioning {
+    /// C1's window of references per micro-schedule, if falling back is on.
+    fallback: Option<(u64, u64)>,
+    /// Pages one domain's cache holds, and the domains (C2, C3).
+    capacity: f64,
+    sockets: u32,
     period: u64,
     phase: u64,
     merge: u64,
@@ -304,12 +347,45 @@ impl Regioning {
         }
     }
 
+    /// Spec 2.8's conditions for `asid` at the end of a phase: the one
+    /// that fails (1: references per micro-schedule outside the window; 2:
+    /// its working set fits one domain's cache; 3: it overflows them all),
+    /// if any.
+    fn failed_condition(&mut self, asid: Asid) -> Option<u8> {
+        let (least, most) = self.fallback?;
+        let total: f64 = (self.regions.alive())
+            .filter(|(_, r)| r.asid == asid && r.kind != Kind::Global)
+            .map(|(i, _)| self.weight(i))
+            .sum();
+        let space = self.space(asid);
+        let (accesses, usched) = (std::mem::take(&mut space.accesses), std::mem::take(&mut space.usched));
+        let per = accesses.checked_div(usched);
+        if per.is_some_and(|a| a < least || a >= most) {
+            Some(1)
+        } else if total <= self.capacity {
+            Some(2)
+        } else if total > self.capacity * self.sockets as f64 {
+            Some(3)
+        } else {
+            None
+        }
+    }
+
+    /// `asid` goes back to ordinary scheduling: every region of it global.
+    fn fall_back(&mut self, asid: Asid, condition: u8) {
+        for r in self.regions.regions.iter_mut().filter(|r| r.alive && r.asid == asid) {
+            r.kind = Kind::Global;
+            r.cache = None;
+        }
+        self.space(asid).fell_back = Some(condition);
+    }
+
     /// The end of a regioning phase of a task of `asid`, which `phase`
     /// merged: map the address space's unmapped regions, largest first,
     /// each to the least loaded domain; tear down the largest region the
     /// phase merged. Returns (regions mapped, regions torn down).
-    fn end_phase(&mut self, asid: Asid, merged: Vec<u32>, sockets: u32) -> (u64, u64) {
-        let mut load = vec![0.0f64; sockets as usize];
+    fn end_phase(&mut self, asid: Asid, merged: Vec<u32>) -> (u64, u64) {
+        let mut load = vec![0.0f64; self.sockets as usize];
         let mut unmapped = Vec::new();
         for (i, r) in self.regions.alive().filter(|(_, r)| r.kind != Kind::Global) {
             match r.cache {
@@ -345,7 +421,6 @@ struct RegionScheduling {
     regioning: Option<Regioning>,
     shift: u32,
     cores_per_socket: u32,
-    sockets: u32,
     base_cpi: f64,
     usched: u64,
     open: u64,
@@ -413,6 +488,13 @@ impl Mechanism for RegionScheduling {
             return gate;
         }
         let Some(reg) = self.regioning.as_mut() else { return Gate::Run { cycles: 0 } };
+        if reg.space(ctx.asid).fell_back.is_some() {
+            let task = reg.task(ctx.task);
+            return match std::mem::replace(&mut task.released, true) {
+                false => Gate::Release,
+                true => Gate::Run { cycles: 0 },
+            };
+        }
         let global = ctx.access.kind == AccessKind::Ifetch || range_of(&reg.stack, ctx.asid.0, vpn).is_some();
         let kind = if global { Kind::Global } else { Kind::Seed };
         let p = reg.regions.page(ctx.asid, vpn, kind, None);
@@ -437,8 +519,11 @@ impl Mechanism for RegionScheduling {
         let cache = regions.regions[r as usize].cache;
         let mut mapped = None;
         let gate = self.enforce(cache, here, || mapped = Some(here));
-        if let (Some(c), Some(reg)) = (mapped, self.regioning.as_mut()) {
-            reg.regions.regions[r as usize].cache = Some(c);
+        if let Some(reg) = self.regioning.as_mut() {
+            if let Some(c) = mapped {
+                reg.regions.regions[r as usize].cache = Some(c);
+            }
+            reg.space(ctx.asid).usched += matches!(gate, Gate::Move { .. }) as u64;
         }
         gate
     }
@@ -450,6 +535,8 @@ impl Mechanism for RegionScheduling {
         let every = reg.scan;
         let space = reg.space(ctx.asid);
         space.time += spent;
+        space.accesses += 1;
+        let fell_back = space.fell_back.is_some();
         if space.time >= space.next_scan {
             space.next_scan = space.time - space.time % every + every;
             reg.regions.scan(ctx.asid, |r| r.cache == Some(here));
@@ -459,15 +546,25 @@ impl Mechanism for RegionScheduling {
         let task = reg.task(ctx.task);
         task.cpu += spent;
         match task.phase.take() {
+            Some(_) if fell_back => {}
             Some((end, phase)) if task.cpu >= end => {
-                let merged: Vec<u32> = phase.merged(&reg.regions).collect();
-                let (mapped, torn) = reg.end_phase(ctx.asid, merged, self.sockets);
                 self.stats.phases += 1;
-                self.stats.mapped += mapped;
-                self.stats.teardowns += torn;
+                if let Some(condition) = reg.failed_condition(ctx.asid) {
+                    reg.fall_back(ctx.asid, condition);
+                    match condition {
+                        1 => self.stats.fallback_c1 += 1,
+                        2 => self.stats.fallback_c2 += 1,
+                        _ => self.stats.fallback_c3 += 1,
+                    }
+                } else {
+                    let merged: Vec<u32> = phase.merged(&reg.regions).collect();
+                    let (mapped, torn) = reg.end_phase(ctx.asid, merged);
+                    self.stats.mapped += mapped;
+                    self.stats.teardowns += torn;
+                }
             }
             Some(open) => task.phase = Some(open),
-            None if task.cpu >= task.next_phase => {
+            None if !fell_back && task.cpu >= task.next_phase => {
                 task.next_phase = task.cpu - task.cpu % period + period;
                 task.phase = Some((task.cpu + length, Phase::default()));
             }

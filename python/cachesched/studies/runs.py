@@ -21,6 +21,7 @@ from .. import sweep
 from ..errors import SimulationError
 from ..store import load
 from .claims import NOT_COMPARABLE
+from .page import Section, method
 
 #: The configuration's top-level tables a study point may set.
 KEYS = ("machine", "tasks", "scheduler", "mechanisms", "run", "stats", "seed")
@@ -87,6 +88,13 @@ class _Detail:
     def __getattr__(self, table: str) -> pd.DataFrame:
         return detail(self._row, table)
 
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The run's summary metrics (``cycles``, ``accesses``, ... of the
+        measured part), as :attr:`cachesched.results.Results.summary` has them."""
+        return {k: self._row[k] for k in ("cycles", "accesses", "instructions", "switches", "migrations")
+                if k in self._row}
+
 
 def simulator(ctx: Any, name: str):
     """A function from whole run configurations (``workload`` or ``tasks``,
@@ -133,3 +141,15 @@ def draw(make: Any, out: Path) -> list:
     with rc_context(STYLE):
         return [save(fig, out, Drawn(name=name, title=title, caption=caption))
                 for name, title, caption, fig in make()]
+
+
+def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str,
+         reason: str) -> Section:
+    """Run a part whose claims come from one table: ``table(ctx)``, its
+    claims judged from it (``reason``: the study's general reason for a
+    difference), its figures drawn; returns its page section (method from
+    ``doc``)."""
+    df = table(ctx)
+    record_claims(ctx.claims, claims(df), reason, source=name)
+    drawn = draw(lambda: figures(df), ctx.out)
+    return Section(name, "", method=method(doc), figures=drawn, tables={name: (df, caption)})

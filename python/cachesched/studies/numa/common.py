@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from .. import runs
-from ..page import Section, method
+from ..page import Section
 from ..claims import claim, grade, pct  # noqa: F401 (the parts import them from here)
 
 #: The kernels (the source's seven NAS applications) and their sizes.
@@ -148,9 +148,5 @@ def notes(ctx: Any) -> str:
 
 
 def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str) -> Section:
-    """Run a part: its ``table(ctx)``, its claims judged from it, its
-    figures drawn; returns its page section (method from ``doc``)."""
-    df = table(ctx)
-    runs.record_claims(ctx.claims, claims(df), REASON, source=name)
-    drawn = runs.draw(lambda: figures(df), ctx.out)
-    return Section(name, "", method=method(doc), figures=drawn, tables={name: (df, caption)})
+    """:func:`..runs.part` with this study's reason for differences."""
+    return runs.part(ctx, name, doc, table, claims, figures, caption, REASON)

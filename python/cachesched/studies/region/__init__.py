@@ -1,0 +1,27 @@
+"""The region-scheduling study: spec region-scheduling.md (Lee and Schwan's
+region scheduling: memory regions mapped to last-level caches and tasks
+micro-scheduled to them), run by ``cachesched study region``.
+
+Its parts (:data:`PARTS`), one module each, run in order:
+
+- ``unification`` (E1, Figs. 8-9): memlat's unification map on Clovertown
+  and Westmere;
+- ``pending`` (E2-E9): not built yet; their claims are listed.
+
+What they share (the machines, memlat, the micro-schedule's costs, the
+measures) is in :mod:`.common`. See docs/region-scheduling.md, "The study".
+"""
+
+from __future__ import annotations
+
+from ..study import Part, Study
+from .common import notes
+
+PARTS = (
+    Part("unification", "E1", "The cache-unification map", "cachesched.studies.region.unification"),
+    Part("pending", "E2-E9", "Not built yet", "cachesched.studies.region.pending"),
+)
+
+STUDY = Study(name="region", title="Region scheduling: the study", spec="region-scheduling.md", parts=PARTS,
+              sizes={"quick": "quick", "full": "full"}, notes=notes, suite=False)
+run = STUDY.run

@@ -1,0 +1,86 @@
+"""The region-scheduling study (docs/region-scheduling.md, "The study"):
+the quick study run whole through the command line, its claims checked
+against the table they come from; a second run simulates nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from cachesched.studies import claims as claims_mod
+from cachesched.studies.region import PARTS, common
+from conftest import stored_runs
+
+
+def test_a_run_warms_every_region_twice_and_measures_16_visits_of_each():
+    nodes = 3 * common.MiB // 64  # 49,152
+    # A visit of 2^17 is more than two passes: one visit of each warms them.
+    assert common.run_length(3 * common.MiB, 1 << 17) == (2 << 17, 32 << 17)
+    # Of 2^16, less: two of each.
+    assert common.run_length(3 * common.MiB, 1 << 16) == (4 << 16, 32 << 16)
+    # Short visits: two passes of each region in whole pairs of visits.
+    warm, measured = common.run_length(3 * common.MiB, 256)
+    assert warm == 512 * -(-2 * nodes // 256) and warm >= 4 * nodes
+    assert measured % 512 == 0 and 1_500_000 <= measured < 1_500_000 + 512
+
+
+def test_the_region_map_puts_memlats_regions_where_asked():
+    (m,) = common.region_map(2 * common.MiB, (0, 1), 17_800)
+    regions = m["params"]["regions"]
+    assert [r["cache"] for r in regions] == [0, 1] and m["params"]["usched_time"] == 17_800
+    assert regions[1]["start"] - regions[0]["start"] == 2 * common.MiB
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("region") / "out"
+    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "region", "--quick", "-o", str(out), "-q"],
+                          check=False, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc.stdout
+
+
+@pytest.mark.slow
+def test_every_built_claim_is_measured_and_judged(quick):
+    out, stdout = quick
+    assert (out / "index.html").exists() and "index.html" in stdout
+    df = claims_mod.Claims.read(out / "claims.csv")
+    assert set(df.part) == {p.name for p in PARTS}
+    built = df[df.part == "unification"]
+    assert list(built.id) == ["1", "2", "3", "4", "5"]
+    assert built.verdict.isin(["holds", "partly", "does not hold"]).all(), built[["id", "verdict"]]
+    short = built[built.verdict != "holds"]
+    assert (short.difference.str.len() > 0).all() and (short.reason.str.len() > 0).all()
+    assert (df[df.part == "pending"].verdict == claims_mod.NOT_RUN).all()
+
+
+@pytest.mark.slow
+def test_the_claims_numbers_are_those_of_the_table(quick):
+    out = quick[0]
+    t = pd.read_csv(out / "unification.csv")
+    assert set(t.machine) == {"clovertown", "westmere"}
+    assert t.gain.to_numpy() == pytest.approx((t.confined / t.unified).to_numpy())
+    ghz = t.machine.map({"clovertown": 3.0, "westmere": 2.8})
+    assert t.usched_per_s.to_numpy() == pytest.approx((t.usched / (t.unified / (ghz * 1e9))).to_numpy())
+    # Every measured visit of a region moves the task once: 16 visits or more
+    # of each region, so at least 31 micro-schedules in the measured part.
+    assert (t.usched >= 31).all()
+    claims = claims_mod.Claims.read(out / "claims.csv").set_index("id")
+    west = t[t.machine == "westmere"].gain.max()
+    assert f"{100 * (west - 1):.0f}%" in claims.loc["2", "measured"]
+    # Two regions that fit one cache: unification only adds its moves.
+    fits = t[(t.machine == "clovertown") & (t.S_MiB == 1)]
+    assert (fits.gain < 1).all()
+
+
+@pytest.mark.slow
+def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
+    out = quick[0]
+    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
+    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "region", "--quick", "-o", str(out), "-q"],
+                          check=False, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stored_runs(out / "store") == runs, "nothing ran again"
+    assert (out / "claims.csv").read_text() == before

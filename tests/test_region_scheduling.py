@@ -250,3 +250,30 @@ def test_without_fallback_a_fitting_working_set_is_unified_and_pays_for_it():
     confined = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms", merge_time="100us")
     assert fell_back(confined) == (0, 1, 0)
     assert r.summary["cycles"] > confined.summary["cycles"]
+
+
+class WatchCaches:
+    """A Python policy that records, at each balancing pass, the cache
+    domain each task is confined to."""
+
+    period = 200_000
+
+    def __init__(self):
+        self.seen = set()
+
+    def balance(self, state):
+        self.seen |= {(t["task"], t["cache"]) for t in state["tasks"] if t["state"] != "finished"}
+        return []
+
+
+def test_a_python_policy_sees_the_domain_a_task_is_confined_to():
+    policy = WatchCaches()
+    w = {"kind": "latency", "params": {"regions": 1, "region_bytes": MiB, "visit_accesses": 4096, "accesses": 100_000}}
+    cachesched.simulate({
+        "machine": {"preset": "region-clovertown", "tlb": False}, "tasks": [{"workload": w}],
+        "scheduler": {"kind": "python"},
+        "mechanisms": [{"kind": "region-scheduling",
+                        "params": {"regions": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 1}]}}]},
+        scheduler=policy)
+    # It starts on domain 0, moves to domain 1 at its first reference.
+    assert (0, 1) in policy.seen and policy.seen <= {(0, None), (0, 1)}

@@ -83,6 +83,7 @@ fn state(py: Python<'_>, ctx: &SchedCtx) -> PyResult<Py<PyAny>> {
         row.set_item("asid", t.spec.asid.0)?;
         row.set_item("vm", t.spec.vm)?;
         row.set_item("affinity", t.spec.affinity.as_ref().map(|a| a.iter().map(|c| c.0).collect::<Vec<_>>()))?;
+        row.set_item("cache", t.cache)?;
         row.set_item("state", state)?;
         row.set_item("core", core)?;
         row.set_item("last_core", t.last_core.map(|c| c.0))?;

@@ -277,3 +277,19 @@ def test_a_python_policy_sees_the_domain_a_task_is_confined_to():
         scheduler=policy)
     # It starts on domain 0, moves to domain 1 at its first reference.
     assert (0, 1) in policy.seen and policy.seen <= {(0, None), (0, 1)}
+
+
+def test_without_per_cache_page_tables_a_move_rewrites_the_entries_of_both_domains():
+    # Each move closes the 256 pages of the region left and opens the 256
+    # of the region entered: 512 entries at pte_time each, on top of usched.
+    S, A = 1 * MiB, 65536
+    per_cache = memlat(S, A, [0, 1])
+    shared = memlat(S, A, [0, 1], page_tables="shared", pte_time=100)
+    moves = counters(shared)["usched"]
+    assert moves == counters(per_cache)["usched"] == 300_000 // A
+    assert counters(shared)["switch_cycles"] == moves * 512 * 100
+    assert shared.summary["cycles"] - per_cache.summary["cycles"] == moves * 512 * 100
+    assert counters(per_cache)["switch_cycles"] == 0
+    with pytest.raises(ConfigError) as e:
+        memlat(S, A, [0, 1], page_tables="both")
+    assert "mechanisms[0].params.page_tables" in str(e.value)

@@ -121,6 +121,26 @@ pub struct RegionSchedulingParams {
     /// Cost of opening an unmapped region where it is touched (default 0:
     /// the source measured no such figure).
     pub open_time: Span,
+    /// Page tables: one copy per cache domain (`per-cache`, the source's
+    /// design: a move costs `usched_time` alone) or one copy whose
+    /// protection bits every move rewrites (`shared`, the source's
+    /// ablation).
+    pub page_tables: PageTables,
+    /// With `shared` page tables: the cost of rewriting one page's entry
+    /// (default 230 cycles, derived from the source's E2: docs).
+    pub pte_time: Span,
+}
+
+/// How an address space's page tables give each domain its view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PageTables {
+    /// One copy per domain: a cache switch loads the target's copy.
+    #[default]
+    PerCache,
+    /// One copy: a cache switch closes the regions of the domain left and
+    /// opens those of the target, page by page.
+    Shared,
 }
 
 impl Default for RegionSchedulingParams {
@@ -130,6 +150,8 @@ impl Default for RegionSchedulingParams {
             regioning: None,
             usched_time: Span::cycles(47_600),
             open_time: Span::cycles(0),
+            page_tables: PageTables::PerCache,
+            pte_time: Span::cycles(230),
         }
     }
 }
@@ -193,6 +215,10 @@ impl MechanismParams for RegionSchedulingParams {
         let mut issues = Issues::default();
         let usched = ctx.cycles(&mut issues, "usched_time", self.usched_time, 0);
         let open = ctx.cycles(&mut issues, "open_time", self.open_time, 0);
+        let pte = match self.page_tables {
+            PageTables::PerCache => None,
+            PageTables::Shared => Some(ctx.cycles(&mut issues, "pte_time", self.pte_time, 0)),
+        };
         let m = ctx.machine;
         let shift = m.memory.page_bytes.0.trailing_zeros();
         let given = ranges(ctx, &mut issues, "regions", &self.regions, shift, true);
@@ -237,6 +263,7 @@ impl MechanismParams for RegionSchedulingParams {
             base_cpi: m.base_cpi,
             usched,
             open,
+            pte,
             last: None,
             stats: Stats::default(),
         }))
@@ -269,6 +296,8 @@ super::counters! {
         fallback_c2,
         /// ... because C3 failed: it overflows all the domains' caches.
         fallback_c3,
+        /// Of those, the cycles of cache switches with shared page tables.
+        switch_cycles,
         /// Cycles charged for micro-schedules, openings and regioning faults.
         cycles,
     }
@@ -424,6 +453,8 @@ struct RegionScheduling {
     base_cpi: f64,
     usched: u64,
     open: u64,
+    /// With shared page tables, the cost of one page's entry.
+    pte: Option<u64>,
     /// The given range of the last page looked up (`usize::MAX`: none).
     last: Option<(u32, u64, usize)>,
     stats: Stats,
@@ -442,15 +473,17 @@ impl RegionScheduling {
         found
     }
 
-    /// What a touch of a region mapped to `cache` does from domain `here`;
-    /// `open` maps it here when it is unmapped.
-    fn enforce(&mut self, cache: Option<u32>, here: u32, open: impl FnOnce()) -> Gate {
+    /// What a touch of a region of `asid` mapped to `cache` does from
+    /// domain `here`; `open` maps it here when it is unmapped.
+    fn enforce(&mut self, asid: u32, cache: Option<u32>, here: u32, open: impl FnOnce()) -> Gate {
         match cache {
             Some(c) if c == here => Gate::Run { cycles: 0 },
             Some(socket) => {
+                let switch = self.pte.map_or(0, |pte| pte * (self.pages_on(asid, here) + self.pages_on(asid, socket)));
                 self.stats.usched += 1;
-                self.stats.cycles += self.usched;
-                Gate::Move { socket, cycles: self.usched }
+                self.stats.switch_cycles += switch;
+                self.stats.cycles += self.usched + switch;
+                Gate::Move { socket, cycles: self.usched + switch }
             }
             None => {
                 open();
@@ -459,6 +492,24 @@ impl RegionScheduling {
                 Gate::Run { cycles: self.open }
             }
         }
+    }
+
+    /// Pages of `asid` mapped to domain `cache`: the entries a cache switch
+    /// with shared page tables rewrites there (given ranges whole, regions
+    /// found at run time by their touched pages).
+    fn pages_on(&self, asid: u32, cache: u32) -> u64 {
+        let given: u64 = (self.given.iter())
+            .filter(|g| g.asid == asid && g.cache == Some(cache))
+            .map(|g| g.last - g.first + 1)
+            .sum();
+        let found: u64 = self
+            .regioning
+            .iter()
+            .flat_map(|reg| reg.regions.alive())
+            .filter(|(_, r)| r.asid.0 == asid && r.cache == Some(cache) && r.kind != Kind::Global)
+            .map(|(_, r)| r.pages.len() as u64)
+            .sum();
+        given + found
     }
 }
 
@@ -481,7 +532,7 @@ impl Mechanism for RegionScheduling {
         if let Some(r) = self.given_of(ctx.asid.0, vpn) {
             let cache = self.given[r].cache;
             let mut mapped = None;
-            let gate = self.enforce(cache, here, || mapped = Some(here));
+            let gate = self.enforce(ctx.asid.0, cache, here, || mapped = Some(here));
             if mapped.is_some() {
                 self.given[r].cache = mapped;
             }
@@ -518,7 +569,7 @@ impl Mechanism for RegionScheduling {
         }
         let cache = regions.regions[r as usize].cache;
         let mut mapped = None;
-        let gate = self.enforce(cache, here, || mapped = Some(here));
+        let gate = self.enforce(ctx.asid.0, cache, here, || mapped = Some(here));
         if let Some(reg) = self.regioning.as_mut() {
             if let Some(c) = mapped {
                 reg.regions.regions[r as usize].cache = Some(c);

@@ -6,7 +6,9 @@ Its parts (:data:`PARTS`), one module each, run in order:
 
 - ``unification`` (E1, Figs. 8-9): memlat's unification map on Clovertown
   and Westmere;
-- ``pending`` (E2-E9): not built yet; their claims are listed.
+- ``overhead`` (E2, section 5.1): the cost of moving, with and without
+  per-cache page tables, and of region scheduling where it cannot win;
+- ``pending`` (E3-E9): not built yet; their claims are listed.
 
 What they share (the machines, memlat, the micro-schedule's costs, the
 measures) is in :mod:`.common`. See docs/region-scheduling.md, "The study".
@@ -19,7 +21,8 @@ from .common import notes
 
 PARTS = (
     Part("unification", "E1", "The cache-unification map", "cachesched.studies.region.unification"),
-    Part("pending", "E2-E9", "Not built yet", "cachesched.studies.region.pending"),
+    Part("overhead", "E2", "Overhead per micro-schedule rate", "cachesched.studies.region.overhead"),
+    Part("pending", "E3-E9", "Not built yet", "cachesched.studies.region.pending"),
 )
 
 STUDY = Study(name="region", title="Region scheduling: the study", spec="region-scheduling.md", parts=PARTS,

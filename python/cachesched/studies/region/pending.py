@@ -1,6 +1,5 @@
-"""Experiments E2-E9 of the spec, not built yet (issue 22 continues): the
-overhead per micro-schedule rate with and without per-cache page tables
-(E2), balancing pairs of large and small memlats (E3), memlat beside a SPEC
+"""Experiments E3-E9 of the spec, not built yet (issue 22 continues):
+balancing pairs of large and small memlats (E3), memlat beside a SPEC
 program (E4), cache loads over time (E5), the programs' regions and access
 maps (E6), single-program unification (E7), the media server under
 consolidation (E8) and parallel-code isolation (E9). Their claims are
@@ -12,9 +11,6 @@ from __future__ import annotations
 from ..page import Section
 
 CLAIMS = (
-    ("6", "5.5% overhead at 700 usched/s without per-cache page tables, over 90% of it switching caches", "5.5%"),
-    ("7", "A micro-schedule costs 47,600 cycles on Clovertown and 17,800 on Westmere", "47,600 / 17,800"),
-    ("8", "Overall overhead below 3%, typically 2%", "<3%"),
     ("9", "Balancing 4 MB + 16 KB pairs improves every process by more than 50%", ">50%"),
     ("10", "sphinx gains about 15% from unification", "+15%"),
     ("11", "namd gains 10% on Clovertown at up to 2,000 usched/s", "+10%"),

@@ -293,3 +293,39 @@ def test_without_per_cache_page_tables_a_move_rewrites_the_entries_of_both_domai
     with pytest.raises(ConfigError) as e:
         memlat(S, A, [0, 1], page_tables="both")
     assert "mechanisms[0].params.page_tables" in str(e.value)
+
+
+def test_a_partition_keeps_each_address_spaces_regions_on_its_domains():
+    # Two processes that would each unify their two regions; partitioned,
+    # process 0 keeps domain 0 and process 1 domain 1 (the source's
+    # isolation), wherever their tasks start.
+    w = {"kind": "latency", "params": {"regions": 2, "region_bytes": 3 * MiB, "visit_accesses": 65536,
+                                       "accesses": 2_000_000}}
+    part = [{"asid": 0, "caches": [0]}, {"asid": 1, "caches": [1]}]
+    r = cachesched.simulate({
+        "machine": {"preset": "region-clovertown", "tlb": False},
+        "tasks": [{"workload": w, "asid": a} for a in range(2)],
+        "scheduler": {"kind": "pinned"},
+        "mechanisms": [{"kind": "region-scheduling",
+                        "params": {"regioning": {"period": "20ms", "phase": "10ms", "fallback": False,
+                                                 "partition": part}}}]})
+    t = r.regions[r.regions.kind != "global"]
+    assert set(t[t.asid == 0].cache) == {0} and set(t[t.asid == 1].cache) == {1}
+    per_socket = preset("region-clovertown")["cores_per_socket"]
+    ev = r.events[r.events.event == "switch_in"]
+    for task in (0, 1):
+        cores = ev[ev.task == task].core.tolist()
+        # After at most one move, each runs only on its process's domain.
+        assert {c // per_socket for c in cores[1:]} <= {task}, (task, cores)
+
+
+def test_bad_partitions_name_the_key():
+    for partition, key in [([{"asid": 0, "caches": []}], "regioning.partition[0].caches"),
+                           ([{"asid": 0, "caches": [5]}], "regioning.partition[0].caches[0]"),
+                           ([{"asid": 0, "caches": [0]}, {"asid": 0, "caches": [1]}], "regioning.partition[1].asid")]:
+        with pytest.raises(ConfigError) as e:
+            cachesched.simulate({"machine": {"preset": "region-clovertown"},
+                                 "workload": {"kind": "latency", "params": {"accesses": 1000}},
+                                 "mechanisms": [{"kind": "region-scheduling",
+                                                 "params": {"regioning": {"partition": partition}}}]})
+        assert f"mechanisms[0].params.{key}" in str(e.value)

@@ -90,6 +90,19 @@ pub struct RegioningParams {
     /// C1: most references per micro-schedule, beyond which the gain is
     /// marginal (default none; the source's 2^16 on Clovertown).
     pub max_access: Option<u64>,
+    /// The domains each listed address space's regions may be mapped to
+    /// (the source's partition and unfair policies; others: every domain).
+    pub partition: Vec<Partition>,
+}
+
+/// One entry of `regioning.partition`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Partition {
+    /// The address space.
+    pub asid: u32,
+    /// The cache domains its regions may be mapped to, at least one.
+    pub caches: Vec<u32>,
 }
 
 impl Default for RegioningParams {
@@ -104,6 +117,7 @@ impl Default for RegioningParams {
             fallback: true,
             min_access: 4096,
             max_access: None,
+            partition: Vec::new(),
         }
     }
 }
@@ -238,8 +252,24 @@ impl MechanismParams for RegionSchedulingParams {
                     format!("max_access must be above min_access ({}), got {most}", r.min_access),
                 );
             }
+            for (i, p) in r.partition.iter().enumerate() {
+                let at = |key: &str| ctx.at(&format!("regioning.partition[{i}].{key}"));
+                issues.check(!p.caches.is_empty(), at("caches"), "out_of_range", "give at least one cache domain");
+                for (j, &c) in p.caches.iter().enumerate() {
+                    issues.check(
+                        c < m.sockets,
+                        ctx.at(&format!("regioning.partition[{i}].caches[{j}]")),
+                        "out_of_range",
+                        format!("cache domain {c} does not exist: the machine has {} (its sockets)", m.sockets),
+                    );
+                }
+                if r.partition[..i].iter().any(|o| o.asid == p.asid) {
+                    issues.push(at("asid"), "duplicate", format!("address space {} is partitioned twice", p.asid));
+                }
+            }
             let cache = m.llc.as_ref().or(m.l2.as_ref()).map_or(0, |c| c.size_bytes.0);
             Regioning {
+                partition: r.partition.iter().map(|p| (p.asid, p.caches.clone())).collect(),
                 fallback: r.fallback.then_some((r.min_access, r.max_access.unwrap_or(u64::MAX))),
                 capacity: (cache >> shift) as f64,
                 sockets: m.sockets,
@@ -332,6 +362,8 @@ struct SpaceClock {
 
 /// Regions found at run time and their clocks.
 struct Regioning {
+    /// Per partitioned address space, the domains its regions may use.
+    partition: Vec<(u32, Vec<u32>)>,
     /// C1's window of references per micro-schedule, if falling back is on.
     fallback: Option<(u64, u64)>,
     /// Pages one domain's cache holds, and the domains (C2, C3).
@@ -363,6 +395,11 @@ impl Regioning {
             self.spaces.resize_with(i + 1, || SpaceClock { next_scan: self.scan, ..SpaceClock::default() });
         }
         &mut self.spaces[i]
+    }
+
+    /// The domains `asid`'s regions may be mapped to (`None`: all).
+    fn domains(&self, asid: Asid) -> Option<&[u32]> {
+        self.partition.iter().find(|(a, _)| *a == asid.0).map(|(_, c)| c.as_slice())
     }
 
     /// The size the balancer gives region `r`: its working-set estimate,
@@ -423,12 +460,15 @@ impl Regioning {
                 None => {}
             }
         }
-        // Largest first; ties by founding page, for determinism.
+        // Largest first; ties to the oldest slot, for determinism.
         unmapped.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let all: Vec<u32> = (0..self.sockets).collect();
+        let domains = self.domains(asid).unwrap_or(&all).to_vec();
         for &(w, r) in &unmapped {
-            let c = (0..load.len()).min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b))).unwrap_or(0);
-            load[c] += w;
-            self.regions.regions[r as usize].cache = Some(c as u32);
+            let least = |&a: &u32, &b: &u32| load[a as usize].total_cmp(&load[b as usize]).then(a.cmp(&b));
+            let c = domains.iter().copied().min_by(least).unwrap_or(0);
+            load[c as usize] += w;
+            self.regions.regions[r as usize].cache = Some(c);
         }
         let last = self.space(asid).torn;
         let size = |r: u32| self.regions.regions[r as usize].pages.len();
@@ -567,7 +607,15 @@ impl Mechanism for RegionScheduling {
             self.stats.cycles += touch;
             return Gate::Run { cycles: touch };
         }
-        let cache = regions.regions[r as usize].cache;
+        // An unmapped region of a partitioned address space touched outside
+        // its domains is mapped to the first of them (and the task moves).
+        let mut cache = regions.regions[r as usize].cache;
+        if cache.is_none() {
+            if let Some(domains) = reg.domains(ctx.asid).filter(|d| !d.contains(&here)) {
+                cache = Some(domains[0]);
+                reg.regions.regions[r as usize].cache = cache;
+            }
+        }
         let mut mapped = None;
         let gate = self.enforce(ctx.asid.0, cache, here, || mapped = Some(here));
         if let Some(reg) = self.regioning.as_mut() {

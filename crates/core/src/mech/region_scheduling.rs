@@ -269,6 +269,7 @@ impl MechanismParams for RegionSchedulingParams {
             }
             let cache = m.llc.as_ref().or(m.l2.as_ref()).map_or(0, |c| c.size_bytes.0);
             Regioning {
+                passes: 0,
                 partition: r.partition.iter().map(|p| (p.asid, p.caches.clone())).collect(),
                 fallback: r.fallback.then_some((r.min_access, r.max_access.unwrap_or(u64::MAX))),
                 capacity: (cache >> shift) as f64,
@@ -317,6 +318,8 @@ super::counters! {
         teardowns,
         /// Regions the balancer mapped to a domain.
         mapped,
+        /// Mapped regions the balancer moved to another domain.
+        rebalanced,
         /// Accessed-bit scans.
         scans,
         /// Address spaces that went back to ordinary scheduling because C1
@@ -360,8 +363,15 @@ struct SpaceClock {
     fell_back: Option<u8>,
 }
 
+/// The balancer evens domains' loads to within this share of one domain's cache.
+const BALANCED: f64 = 0.1;
+/// A region the balancer moved stays where it is for this many passes.
+const SETTLE_PASSES: u64 = 2;
+
 /// Regions found at run time and their clocks.
 struct Regioning {
+    /// Balancing passes so far.
+    passes: u64,
     /// Per partitioned address space, the domains its regions may use.
     partition: Vec<(u32, Vec<u32>)>,
     /// C1's window of references per micro-schedule, if falling back is on.
@@ -448,9 +458,15 @@ impl Regioning {
 
     /// The end of a regioning phase of a task of `asid`, which `phase`
     /// merged: map the address space's unmapped regions, largest first,
-    /// each to the least loaded domain; tear down the largest region the
-    /// phase merged. Returns (regions mapped, regions torn down).
-    fn end_phase(&mut self, asid: Asid, merged: Vec<u32>) -> (u64, u64) {
+    /// each to the least loaded domain it may use; then even the domains'
+    /// loads (spec 2.8's greedy step: while the most and least loaded
+    /// differ by more than [`BALANCED`] of a cache, move from the most
+    /// loaded to the least the region that best halves the gap, not one
+    /// moved in the last [`SETTLE_PASSES`] passes); tear down the largest
+    /// region the phase merged. Returns (regions mapped, regions moved,
+    /// regions torn down).
+    fn end_phase(&mut self, asid: Asid, merged: Vec<u32>) -> (u64, u64, u64) {
+        self.passes += 1;
         let mut load = vec![0.0f64; self.sockets as usize];
         let mut unmapped = Vec::new();
         for (i, r) in self.regions.alive().filter(|(_, r)| r.kind != Kind::Global) {
@@ -470,6 +486,7 @@ impl Regioning {
             load[c as usize] += w;
             self.regions.regions[r as usize].cache = Some(c);
         }
+        let moved = self.rebalance(&mut load);
         let last = self.space(asid).torn;
         let size = |r: u32| self.regions.regions[r as usize].pages.len();
         // The largest; ties to the oldest slot, for determinism.
@@ -480,7 +497,42 @@ impl Regioning {
             self.regions.tear_down(r);
             self.space(asid).torn = Some(r);
         }
-        (unmapped.len() as u64, torn.is_some() as u64)
+        (unmapped.len() as u64, moved, torn.is_some() as u64)
+    }
+
+    /// Even the domains' `load`s by moving regions (see [`Regioning::end_phase`]);
+    /// returns how many moved.
+    fn rebalance(&mut self, load: &mut [f64]) -> u64 {
+        let mut moved = 0;
+        loop {
+            // The most loaded (ties: the lowest) and the least loaded (ties: the lowest).
+            let hi = (0..load.len()).max_by(|a, b| load[*a].total_cmp(&load[*b]).then(b.cmp(a))).unwrap_or(0);
+            let lo = (0..load.len()).min_by(|a, b| load[*a].total_cmp(&load[*b]).then(a.cmp(b))).unwrap_or(0);
+            let gap = load[hi] - load[lo];
+            if gap <= BALANCED * self.capacity {
+                return moved;
+            }
+            // The region of the most loaded domain that may go to the least
+            // and best halves the gap (any that weighs less than the gap
+            // narrows it); ties to the oldest slot.
+            let candidates = self.regions.alive().filter(|(_, r)| {
+                r.kind != Kind::Global
+                    && r.cache == Some(hi as u32)
+                    && (r.moved == 0 || self.passes - r.moved >= SETTLE_PASSES)
+                    && self.domains(r.asid).is_none_or(|d| d.contains(&(lo as u32)))
+            });
+            let best = candidates
+                .map(|(i, _)| (i, self.weight(i)))
+                .filter(|&(_, w)| w > 0.0 && w < gap)
+                .min_by(|a, b| (a.1 - gap / 2.0).abs().total_cmp(&(b.1 - gap / 2.0).abs()).then(a.0.cmp(&b.0)));
+            let Some((r, w)) = best else { return moved };
+            let region = &mut self.regions.regions[r as usize];
+            region.cache = Some(lo as u32);
+            region.moved = self.passes;
+            load[hi] -= w;
+            load[lo] += w;
+            moved += 1;
+        }
     }
 }
 
@@ -657,8 +709,9 @@ impl Mechanism for RegionScheduling {
                     }
                 } else {
                     let merged: Vec<u32> = phase.merged(&reg.regions).collect();
-                    let (mapped, torn) = reg.end_phase(ctx.asid, merged);
+                    let (mapped, moved, torn) = reg.end_phase(ctx.asid, merged);
                     self.stats.mapped += mapped;
+                    self.stats.rebalanced += moved;
                     self.stats.teardowns += torn;
                 }
             }
@@ -706,5 +759,83 @@ impl Mechanism for RegionScheduling {
 
     fn results(&mut self) -> Vec<(&'static str, u64)> {
         self.stats.named()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regioning(sockets: u32, capacity: f64) -> Regioning {
+        Regioning {
+            passes: 0,
+            partition: Vec::new(),
+            fallback: None,
+            capacity,
+            sockets,
+            period: 1,
+            phase: 1,
+            merge: 1,
+            scan: 1,
+            touch: 0,
+            stack: Vec::new(),
+            regions: Regions::default(),
+            tasks: Vec::new(),
+            spaces: Vec::new(),
+        }
+    }
+
+    /// A region of `pages` pages of address space 0 from page `first`, mapped to `cache`.
+    fn region(reg: &mut Regioning, first: u64, pages: u64, cache: u32) -> u32 {
+        let mut r = None;
+        for vpn in first..first + pages {
+            let p = reg.regions.page(Asid(0), vpn, Kind::Seed, None);
+            let seed = reg.regions.pages[p as usize].region;
+            r = Some(r.map_or(seed, |r| reg.regions.merge(r, seed)));
+        }
+        let r = r.expect("a page");
+        reg.regions.regions[r as usize].cache = Some(cache);
+        r
+    }
+
+    #[test]
+    fn the_balancer_halves_the_gap_until_the_loads_are_within_a_tenth_of_a_cache() {
+        // Domain 0 holds 100 + 60 + 30 pages, domain 1 10; caches of 100 pages.
+        let mut reg = regioning(2, 100.0);
+        let big = region(&mut reg, 0, 100, 0);
+        let mid = region(&mut reg, 1000, 60, 0);
+        let small = region(&mut reg, 2000, 30, 0);
+        let tiny = region(&mut reg, 3000, 10, 1);
+        let (mapped, moved, _) = reg.end_phase(Asid(0), Vec::new());
+        // Gap 180: 100 best halves it (loads 90 and 110); gap 20 > 10: the
+        // 100 just moved stays, the 10 goes (100 and 100); done.
+        assert_eq!((mapped, moved), (0, 2));
+        let cache = |r: u32| reg.regions.regions[r as usize].cache;
+        assert_eq!([cache(big), cache(mid), cache(small), cache(tiny)], [Some(1), Some(0), Some(0), Some(0)]);
+    }
+
+    #[test]
+    fn the_balancer_maps_the_largest_unmapped_region_first_to_the_least_loaded_allowed_domain() {
+        let mut reg = regioning(3, 1000.0);
+        region(&mut reg, 0, 50, 0);
+        region(&mut reg, 1000, 20, 1);
+        let a = region(&mut reg, 2000, 40, 0);
+        let b = region(&mut reg, 3000, 30, 0);
+        for r in [a, b] {
+            reg.regions.regions[r as usize].cache = None;
+        }
+        // Loads 50, 20, 0: the 40 goes to domain 2, then the 30 to domain 1 (20 < 40).
+        let (mapped, moved, _) = reg.end_phase(Asid(0), Vec::new());
+        assert_eq!((mapped, moved), (2, 0));
+        assert_eq!(reg.regions.regions[a as usize].cache, Some(2));
+        assert_eq!(reg.regions.regions[b as usize].cache, Some(1));
+        // Partitioned to domains 0 and 1: both go to the less loaded of those.
+        let mut reg = regioning(3, 1000.0);
+        reg.partition = vec![(0, vec![0, 1])];
+        region(&mut reg, 0, 50, 0);
+        let c = region(&mut reg, 2000, 40, 0);
+        reg.regions.regions[c as usize].cache = None;
+        reg.end_phase(Asid(0), Vec::new());
+        assert_eq!(reg.regions.regions[c as usize].cache, Some(1));
     }
 }

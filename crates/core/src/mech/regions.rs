@@ -41,6 +41,8 @@ pub(super) struct Region {
     pub(super) left_at: u64,
     /// Whether it still exists (merged regions leave an empty slot).
     pub(super) alive: bool,
+    /// The balancing pass that last moved it (0: none).
+    pub(super) moved: u64,
 }
 
 /// One page.
@@ -90,7 +92,16 @@ impl Regions {
         let p = self.pages.len() as u32;
         let region = self.regions.len() as u32;
         self.pages.push(Page { vpn, region, accessed: false, history: 0 });
-        self.regions.push(Region { asid, founder: vpn, pages: vec![p], kind, cache, left_at: 0, alive: true });
+        self.regions.push(Region {
+            asid,
+            founder: vpn,
+            pages: vec![p],
+            kind,
+            cache,
+            left_at: 0,
+            alive: true,
+            moved: 0,
+        });
         self.index.insert(key, p as u64);
         p
     }
@@ -132,7 +143,9 @@ impl Regions {
             let id = self.regions.len() as u32;
             self.pages[p as usize].region = id;
             let founder = self.pages[p as usize].vpn;
-            self.regions.push(Region { asid, founder, pages: vec![p], kind: Kind::Seed, cache, left_at, alive: true });
+            let seed =
+                Region { asid, founder, pages: vec![p], kind: Kind::Seed, cache, left_at, alive: true, moved: 0 };
+            self.regions.push(seed);
         }
     }
 

@@ -131,3 +131,14 @@ fn the_l1_shortcuts_give_what_the_general_path_gives_under_coherence() {
     assert_eq!(a.memory, b.memory);
     assert!(a.traffic.iter().map(|t| t.upgrade + t.cache_to_cache).sum::<u64>() > 0);
 }
+
+#[test]
+fn one_writer_on_the_sequence_proptest_found_with_an_exclusive_llc() {
+    // A seed that once broke the invariant (a snoop filter bit lost when a
+    // line moved up from the exclusive LLC).
+    let m = machine("exclusive", true);
+    let refs = references(9397623452424577576, 37);
+    for end in 1..=refs.len() {
+        check_one_writer(&m, &refs[..end]);
+    }
+}

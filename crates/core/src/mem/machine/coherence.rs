@@ -25,7 +25,9 @@
 //! - a read (load, instruction fetch, page walk, prefetch) that misses the
 //!   core's private levels snoops the others: a dirty copy is cleaned, its
 //!   data written back to memory and given to the reader (a cache-to-cache
-//!   transfer); clean copies stay (S).
+//!   transfer); clean copies stay (S). A dirty line that the core's own
+//!   exclusive LLC gives up to such a read while other caches hold copies
+//!   comes up clean, its data written back: the reader shares it.
 //!
 //! Deciding Exclusive by where copies are is what a directory with exact
 //! sharer lists does: a line whose other copies were all evicted is written

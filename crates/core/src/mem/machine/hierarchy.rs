@@ -130,6 +130,10 @@ impl Part<'_> {
             }
             false => None,
         };
+        // Whether a read's snoop found copies elsewhere (taken now: a
+        // prefetch further down snoops on its own).
+        let shared =
+            matches!(snoop, Some((false, _))) && self.coherence.as_deref().is_some_and(|co| co.alone != Some(line));
         // And the set that this level's dirty victim will be written back to.
         if i + 1 < path.len as usize {
             if let Some(victim) = self.caches[c].dirty_victim(line) {
@@ -152,6 +156,15 @@ impl Part<'_> {
         if let Some((store, found)) = snoop {
             self.snooped(line, store, served == path.len as usize, found);
         }
+        // A dirty line given up by a shared exclusive level, read while other
+        // caches hold copies: it comes up clean, its data written to memory
+        // (a dirty copy is the only one outside its core's caches).
+        let carried = if carried && shared {
+            self.memory_written(line, node);
+            false
+        } else {
+            carried
+        };
         if req.kind.is_demand() {
             self.tasks[req.task.0 as usize].levels[level as usize].misses[req.kind as usize] += 1;
         }

@@ -316,6 +316,8 @@ super::counters! {
         merges,
         /// Regions torn back into seeds.
         teardowns,
+        /// Pages taken out of their region for moving its tasks too often.
+        shrinks,
         /// Regions the balancer mapped to a domain.
         mapped,
         /// Mapped regions the balancer moved to another domain.
@@ -367,6 +369,11 @@ struct SpaceClock {
 const BALANCED: f64 = 0.1;
 /// A region the balancer moved stays where it is for this many passes.
 const SETTLE_PASSES: u64 = 2;
+/// A region that moved its tasks at least this often since its address
+/// space's last phase ended ...
+const SHRINK_LEAST: u32 = 16;
+/// ... loses the page that caused more than this share of those moves.
+const SHRINK_SHARE: f64 = 0.5;
 
 /// Regions found at run time and their clocks.
 struct Regioning {
@@ -454,6 +461,32 @@ impl Regioning {
             r.cache = None;
         }
         self.space(asid).fell_back = Some(condition);
+    }
+
+    /// Spec 2.6's shrink: a region of `asid` whose tasks moved at least
+    /// [`SHRINK_LEAST`] times since the last phase, more than
+    /// [`SHRINK_SHARE`] of them on touches of one page, loses that page to a
+    /// seed region of its own (unmapped: opened where next touched); every
+    /// page's count starts again. Returns the pages taken out.
+    fn shrink(&mut self, asid: Asid) -> u64 {
+        let mut out = Vec::new();
+        for (_, r) in self.regions.alive().filter(|(_, r)| r.asid == asid && r.kind != Kind::Global) {
+            let moves = |p: &u32| self.regions.pages[*p as usize].moves;
+            let total: u32 = r.pages.iter().map(moves).sum();
+            let top = r.pages.iter().copied().max_by_key(|p| (moves(p), std::cmp::Reverse(*p)));
+            if let Some(p) = top.filter(|p| total >= SHRINK_LEAST && moves(p) as f64 > SHRINK_SHARE * total as f64) {
+                out.push(p);
+            }
+        }
+        for &p in &out {
+            self.regions.detach(p);
+        }
+        for r in self.regions.regions.iter().filter(|r| r.alive && r.asid == asid) {
+            for &p in &r.pages {
+                self.regions.pages[p as usize].moves = 0;
+            }
+        }
+        out.len() as u64
     }
 
     /// The end of a regioning phase of a task of `asid`, which `phase`
@@ -674,7 +707,9 @@ impl Mechanism for RegionScheduling {
             if let Some(c) = mapped {
                 reg.regions.regions[r as usize].cache = Some(c);
             }
-            reg.space(ctx.asid).usched += matches!(gate, Gate::Move { .. }) as u64;
+            let moved = matches!(gate, Gate::Move { .. });
+            reg.space(ctx.asid).usched += moved as u64;
+            reg.regions.pages[p as usize].moves += moved as u32;
         }
         gate
     }
@@ -708,6 +743,7 @@ impl Mechanism for RegionScheduling {
                         _ => self.stats.fallback_c3 += 1,
                     }
                 } else {
+                    self.stats.shrinks += reg.shrink(ctx.asid);
                     let merged: Vec<u32> = phase.merged(&reg.regions).collect();
                     let (mapped, moved, torn) = reg.end_phase(ctx.asid, merged);
                     self.stats.mapped += mapped;
@@ -837,5 +873,35 @@ mod tests {
         reg.regions.regions[c as usize].cache = None;
         reg.end_phase(Asid(0), Vec::new());
         assert_eq!(reg.regions.regions[c as usize].cache, Some(1));
+    }
+
+    #[test]
+    fn a_page_that_causes_most_of_its_regions_moves_leaves_the_region() {
+        let mut reg = regioning(2, 1000.0);
+        let hot = region(&mut reg, 0, 10, 1);
+        let spread = region(&mut reg, 100, 10, 1);
+        let few = region(&mut reg, 200, 10, 1);
+        let pages = |reg: &Regioning, r: u32| reg.regions.regions[r as usize].pages.clone();
+        // 12 of 21 moves on page 3 (over half, and at least 16 moves): out.
+        for (i, &p) in pages(&reg, hot).iter().enumerate() {
+            reg.regions.pages[p as usize].moves = if i == 3 { 12 } else { 1 };
+        }
+        // 20 moves, 2 a page: none dominates.
+        for &p in &pages(&reg, spread) {
+            reg.regions.pages[p as usize].moves = 2;
+        }
+        // 15 moves, all on one page: too few to judge.
+        let first = pages(&reg, few)[0];
+        reg.regions.pages[first as usize].moves = 15;
+        assert_eq!(reg.shrink(Asid(0)), 1);
+        let vpn3 = 3;
+        let p3 = (0..reg.regions.pages.len()).find(|&p| reg.regions.pages[p].vpn == vpn3).unwrap();
+        let seed = &reg.regions.regions[reg.regions.pages[p3].region as usize];
+        assert_eq!((seed.pages.len(), seed.kind, seed.cache), (1, Kind::Seed, None));
+        assert_eq!(pages(&reg, hot).len(), 9);
+        assert_eq!(pages(&reg, spread).len(), 10);
+        assert_eq!(pages(&reg, few).len(), 10);
+        // Every count starts again.
+        assert!(reg.regions.pages.iter().all(|p| p.moves == 0));
     }
 }

@@ -54,6 +54,8 @@ pub(super) struct Page {
     pub(super) accessed: bool,
     /// One bit per scan, newest lowest: whether it was touched in that period.
     pub(super) history: u32,
+    /// Micro-schedules its touches caused since its address space's last phase ended.
+    pub(super) moves: u32,
 }
 
 /// The working-set estimate of pages with these histories (spec 2.7), in
@@ -91,7 +93,7 @@ impl Regions {
         }
         let p = self.pages.len() as u32;
         let region = self.regions.len() as u32;
-        self.pages.push(Page { vpn, region, accessed: false, history: 0 });
+        self.pages.push(Page { vpn, region, accessed: false, history: 0, moves: 0 });
         self.regions.push(Region {
             asid,
             founder: vpn,
@@ -147,6 +149,35 @@ impl Regions {
                 Region { asid, founder, pages: vec![p], kind: Kind::Seed, cache, left_at, alive: true, moved: 0 };
             self.regions.push(seed);
         }
+    }
+
+    /// Take page `p` out of its region into a seed region of its own, not
+    /// mapped (spec 2.6's shrink); returns the new region.
+    pub(super) fn detach(&mut self, p: u32) -> u32 {
+        let r = self.pages[p as usize].region;
+        let region = &mut self.regions[r as usize];
+        region.pages.retain(|&q| q != p);
+        let (asid, left_at) = (region.asid, region.left_at);
+        if let Some(&first) = region.pages.first() {
+            if region.founder == self.pages[p as usize].vpn {
+                region.founder = self.pages[first as usize].vpn;
+            }
+        }
+        let id = self.regions.len() as u32;
+        let vpn = self.pages[p as usize].vpn;
+        self.pages[p as usize].region = id;
+        let seed = Region {
+            asid,
+            founder: vpn,
+            pages: vec![p],
+            kind: Kind::Seed,
+            cache: None,
+            left_at,
+            alive: true,
+            moved: 0,
+        };
+        self.regions.push(seed);
+        id
     }
 
     /// The working-set estimate of region `r`, in pages.

@@ -132,8 +132,8 @@ impl Engine {
         for m in &mut mechanisms {
             m.attach(&mut machine)?;
         }
-        let gating = mechanisms.iter().any(|m| m.gates_accesses());
-        let per_access = gating || mechanisms.iter().any(|m| m.wants_accesses());
+        let gates: Vec<usize> = (0..mechanisms.len()).filter(|&i| mechanisms[i].gates_accesses()).collect();
+        let per_access = !gates.is_empty() || mechanisms.iter().any(|m| m.wants_accesses());
         // Sockets apart: nothing that crosses sockets at every reference (a
         // mechanism, a shadow, the tag directory) or counts references
         // across them (warm-up ends only in serial steps; `max_accesses`,
@@ -166,7 +166,7 @@ impl Engine {
             scheduler,
             mechanisms,
             per_access,
-            gating,
+            gates,
             topology,
             tasks,
             views,

@@ -226,28 +226,26 @@ impl Engine {
         }
         let (id, asid) = (CoreId(c as u32), spec.asid);
         self.machine.set_clock(self.cores[c].clock);
-        let Engine { machine, mechanisms, per_access, gating, .. } = self;
+        let Engine { machine, mechanisms, per_access, gates, .. } = self;
         let (mut moving, mut released) = (None, false);
         let (n, extra) = self.tasks[ti].run_chunk(&mut self.cores[c], &mut self.views[ti], &ctx, most, |chunk| {
             let counted = machine.tasks[ti].instructions;
             let (ran, stall, extra) = if *per_access {
                 let (mut ran, mut stall, mut extra) = (0, 0u64, 0u64);
                 for a in chunk {
-                    if *gating {
-                        for m in mechanisms.iter_mut().filter(|m| m.gates_accesses()) {
-                            match m.gate(GateCtx { machine, core: id, task, asid, access: a }) {
-                                Gate::Run { cycles } => extra += cycles,
-                                Gate::Move { socket, cycles } => {
-                                    extra += cycles;
-                                    moving = Some(socket);
-                                    break;
-                                }
-                                Gate::Release => released = true,
+                    for &g in gates.iter() {
+                        match mechanisms[g].gate(GateCtx { machine, core: id, task, asid, access: a }) {
+                            Gate::Run { cycles } => extra += cycles,
+                            Gate::Move { socket, cycles } => {
+                                extra += cycles;
+                                moving = Some(socket);
+                                break;
                             }
+                            Gate::Release => released = true,
                         }
-                        if moving.is_some() {
-                            break;
-                        }
+                    }
+                    if moving.is_some() {
+                        break;
                     }
                     let cycles = machine.access(id, task, asid, a);
                     stall += cycles as u64;

@@ -120,8 +120,8 @@ pub struct Engine {
     mechanisms: Vec<Box<dyn Mechanism>>,
     /// Accesses run one at a time: a mechanism watches or gates them.
     per_access: bool,
-    /// A mechanism gates accesses ([`Mechanism::gate`]).
-    gating: bool,
+    /// The mechanisms that gate accesses ([`Mechanism::gate`]), in order.
+    gates: Vec<usize>,
     topology: Topology,
     base_cpi: f64,
     /// More than any one reference can stall (for cycle deadlines, see `chunks::cut`).
@@ -163,8 +163,10 @@ impl Engine {
     /// Add a mechanism; it sees every event of the run.
     pub fn add_mechanism(&mut self, mut mechanism: Box<dyn Mechanism>) -> Result<()> {
         mechanism.attach(&mut self.machine)?;
-        self.gating |= mechanism.gates_accesses();
-        self.per_access |= self.gating || mechanism.wants_accesses();
+        if mechanism.gates_accesses() {
+            self.gates.push(self.mechanisms.len());
+        }
+        self.per_access |= !self.gates.is_empty() || mechanism.wants_accesses();
         self.apart = false;
         if let Some(p) = mechanism.period() {
             self.periods.push((self.mechanisms.len(), p.max(1), p.max(1)));
@@ -482,18 +484,12 @@ impl Engine {
     fn micro_schedule(&mut self, c: usize, task: TaskId, socket: u32) -> Result<()> {
         let ti = task.0 as usize;
         self.views[ti].cache = Some(socket);
-        let per = self.topology.cores_per_socket;
-        let to = (socket * per..(socket + 1) * per).map(CoreId).filter(|&d| self.views[ti].spec.allows(d)).min_by_key(
-            |&d| {
-                let i = d.0 as usize;
-                (self.queues[i].len() + self.running[i].is_some() as usize, d)
-            },
-        );
-        let Some(to) = to else {
+        let to = self.ask(self.cores[c].clock, |_, ctx| Ok(ctx.least_loaded(task)))?;
+        if !self.views[ti].allows(to, self.topology) {
             return Err(Error::Simulation(format!(
                 "a mechanism moved task {task} to cache domain {socket}, none of whose cores its affinity allows"
             )));
-        };
+        }
         self.switch_out(c, task)?;
         self.cores[c].pending = true;
         self.move_task(task, to, Timing::Delayed)

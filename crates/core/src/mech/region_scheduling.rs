@@ -599,8 +599,8 @@ impl RegionScheduling {
     }
 
     /// What a touch of a region of `asid` mapped to `cache` does from
-    /// domain `here`; `open` maps it here when it is unmapped.
-    fn enforce(&mut self, asid: u32, cache: Option<u32>, here: u32, open: impl FnOnce()) -> Gate {
+    /// domain `here` (an unmapped one opens here: the caller maps it).
+    fn enforce(&mut self, asid: u32, cache: Option<u32>, here: u32) -> Gate {
         match cache {
             Some(c) if c == here => Gate::Run { cycles: 0 },
             Some(socket) => {
@@ -611,7 +611,6 @@ impl RegionScheduling {
                 Gate::Move { socket, cycles: self.usched + switch }
             }
             None => {
-                open();
                 self.stats.opened += 1;
                 self.stats.cycles += self.open;
                 Gate::Run { cycles: self.open }
@@ -655,12 +654,8 @@ impl Mechanism for RegionScheduling {
         let vpn = ctx.access.addr.0 >> self.shift;
         let here = ctx.core.0 / self.cores_per_socket;
         if let Some(r) = self.given_of(ctx.asid.0, vpn) {
-            let cache = self.given[r].cache;
-            let mut mapped = None;
-            let gate = self.enforce(ctx.asid.0, cache, here, || mapped = Some(here));
-            if mapped.is_some() {
-                self.given[r].cache = mapped;
-            }
+            let gate = self.enforce(ctx.asid.0, self.given[r].cache, here);
+            self.given[r].cache.get_or_insert(here);
             return gate;
         }
         let Some(reg) = self.regioning.as_mut() else { return Gate::Run { cycles: 0 } };
@@ -701,12 +696,9 @@ impl Mechanism for RegionScheduling {
                 reg.regions.regions[r as usize].cache = cache;
             }
         }
-        let mut mapped = None;
-        let gate = self.enforce(ctx.asid.0, cache, here, || mapped = Some(here));
+        let gate = self.enforce(ctx.asid.0, cache, here);
         if let Some(reg) = self.regioning.as_mut() {
-            if let Some(c) = mapped {
-                reg.regions.regions[r as usize].cache = Some(c);
-            }
+            reg.regions.regions[r as usize].cache.get_or_insert(here);
             let moved = matches!(gate, Gate::Move { .. });
             reg.space(ctx.asid).usched += moved as u64;
             reg.regions.pages[p as usize].moves += moved as u32;

@@ -27,6 +27,23 @@ def stored_runs(store: Path) -> list[tuple]:
         return db.execute("select key, status, updated from runs order by key").fetchall()
 
 
+def quick_study(name: str, out: Path) -> str:
+    """``cachesched study NAME --quick -o OUT -q`` in a fresh process; its
+    output (the test fails if the study does)."""
+    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", name, "--quick", "-o", str(out), "-q"],
+                          check=False, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def assert_rerun_simulates_nothing(name: str, out: Path) -> None:
+    """A second quick study on ``out`` runs nothing again and writes the same claims."""
+    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
+    quick_study(name, out)
+    assert stored_runs(out / "store") == runs, "nothing ran again"
+    assert (out / "claims.csv").read_text() == before
+
+
 @pytest.fixture
 def run_cli():
     """Run the command line in a fresh process; returns the CompletedProcess."""

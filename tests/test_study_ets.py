@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
@@ -21,7 +19,7 @@ from cachesched.studies import ets as study
 from cachesched.studies import migration
 from cachesched.studies.ets import common, estimator, latency, performance, residual, sharing
 from cachesched.studies.ets.common import Mix, Scale
-from conftest import stored_runs
+from conftest import assert_rerun_simulates_nothing, quick_study, stored_runs
 
 SPEC_CLAIMS = {str(i) for i in range(1, 18)}  # spec §7, claims 1-17
 FIGURES = {"ets_gain", "ets_slices", "ets_transitions", "ets_latency", "ets_estimator", "ets_switch_misses",
@@ -29,18 +27,11 @@ FIGURES = {"ets_gain", "ets_slices", "ets_transitions", "ets_latency", "ets_esti
 TABLES = ("performance", "slices", "traces", "latency", "sharing", "estimator", "residual")
 
 
-def _cli(out):
-    return subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "ets", "--quick", "-o", str(out), "-q"],
-                          check=False, capture_output=True, text=True, timeout=1800)
-
-
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     """The quick study, run once through the command line."""
     out = tmp_path_factory.mktemp("ets-study") / "out"
-    proc = _cli(out)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc.stdout
+    return out, quick_study("ets", out)
 
 
 def _claims(out) -> pd.DataFrame:
@@ -137,15 +128,11 @@ def test_the_page_parses_claims_first_then_the_parts_in_order(quick):
 @pytest.mark.slow
 def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
     out = quick[0]
-    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
     # Equal configurations of two parts are one run (latency's are performance's, 4 tasks per core).
     with sqlite3.connect(out / "store" / "ledger.sqlite") as db:
         points, keys = db.execute("select count(*), count(distinct key) from points").fetchone()
-    assert keys == len(runs) < points
-    proc = _cli(out)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert stored_runs(out / "store") == runs, "nothing ran again"
-    assert (out / "claims.csv").read_text() == before
+    assert keys == len(stored_runs(out / "store")) < points
+    assert_rerun_simulates_nothing("ets", out)
 
 
 def test_an_option_the_study_does_not_take_is_refused(run_cli, tmp_path):

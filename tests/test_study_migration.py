@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from cachesched.studies import claims as claims_mod
-from conftest import stored_runs
+from conftest import assert_rerun_simulates_nothing, quick_study
 from cachesched.studies.migration import PARTS
 from cachesched.studies.migration.tlb import CLAIMS, INTERVALS, SPEC_WINDOWS, UNUSED, M
 
@@ -77,14 +77,8 @@ class Page(HTMLParser):
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     """The quick study, run once through the command line."""
-    import subprocess
-    import sys
-
     out = tmp_path_factory.mktemp("study") / "out"
-    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "migration", "--quick", "-o", str(out),
-                           "-q"], check=False, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc.stdout
+    return out, quick_study("migration", out)
 
 
 @pytest.mark.slow
@@ -167,16 +161,7 @@ def test_the_mechanism_counters_add_up_in_every_run(quick):
 
 @pytest.mark.slow
 def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
-    import subprocess
-    import sys
-
-    out = quick[0]
-    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
-    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "migration", "--quick", "-o", str(out),
-                           "-q"], check=False, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert stored_runs(out / "store") == runs, "nothing ran again"
-    assert (out / "claims.csv").read_text() == before
+    assert_rerun_simulates_nothing("migration", quick[0])
 
 
 @pytest.mark.slow

@@ -5,14 +5,11 @@ against the runs in its store; a second run simulates nothing."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 from cachesched.studies import claims as claims_mod
 from cachesched.studies.numa import PARTS, common
-from conftest import stored_runs
+from conftest import assert_rerun_simulates_nothing, quick_study
 
 
 def traffic(rows: list[tuple[int, int, int, int, int]]) -> pd.DataFrame:
@@ -47,10 +44,7 @@ def test_the_migration_cost_scales_with_the_interval():
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("numa") / "out"
-    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "numa", "--quick", "-o", str(out), "-q"],
-                          check=False, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc.stdout
+    return out, quick_study("numa", out)
 
 
 @pytest.mark.slow
@@ -96,13 +90,7 @@ def test_master_initialisation_puts_most_accesses_off_board_and_migration_brings
 
 @pytest.mark.slow
 def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
-    out = quick[0]
-    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
-    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "numa", "--quick", "-o", str(out), "-q"],
-                          check=False, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert stored_runs(out / "store") == runs, "nothing ran again"
-    assert (out / "claims.csv").read_text() == before
+    assert_rerun_simulates_nothing("numa", quick[0])
 
 
 def test_a_size_the_study_does_not_run_is_refused(run_cli, tmp_path):

@@ -4,14 +4,11 @@ against the table they come from; a second run simulates nothing."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 from cachesched.studies import claims as claims_mod
 from cachesched.studies.region import PARTS, common
-from conftest import stored_runs
+from conftest import assert_rerun_simulates_nothing, quick_study
 
 
 def test_a_run_warms_every_region_twice_and_measures_16_visits_of_each():
@@ -36,10 +33,7 @@ def test_the_region_map_puts_memlats_regions_where_asked():
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("region") / "out"
-    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "region", "--quick", "-o", str(out), "-q"],
-                          check=False, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc.stdout
+    return out, quick_study("region", out)
 
 
 @pytest.mark.slow
@@ -77,13 +71,7 @@ def test_the_claims_numbers_are_those_of_the_table(quick):
 
 @pytest.mark.slow
 def test_a_second_study_on_the_same_directory_reuses_the_stored_runs(quick):
-    out = quick[0]
-    before, runs = (out / "claims.csv").read_text(), stored_runs(out / "store")
-    proc = subprocess.run([sys.executable, "-m", "cachesched.cli", "study", "region", "--quick", "-o", str(out), "-q"],
-                          check=False, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert stored_runs(out / "store") == runs, "nothing ran again"
-    assert (out / "claims.csv").read_text() == before
+    assert_rerun_simulates_nothing("region", quick[0])
 
 
 @pytest.mark.slow

@@ -91,6 +91,15 @@ fn every_scheduler_schedules_every_task_to_its_end() {
         assert!(r.summary.switches >= 4, "{name}: every task was switched in");
         refuses_unknown(config(json!({"scheduler": {"kind": name, "params": {"bogus": 1}}})), "scheduler");
     }
+    // Policies chosen by a param.
+    let variants = [
+        json!({"kind": "hypervisor", "params": {"policy": "credit", "tick": "10us"}}),
+        json!({"kind": "balance", "params": {"cache_aware": true, "period": "10us"}}),
+    ];
+    for scheduler in variants {
+        let r = check_run(&config(json!({"scheduler": scheduler})), &scheduler.to_string());
+        assert!(r.summary.switches >= 4, "{scheduler}: every task was switched in");
+    }
 }
 
 #[test]

@@ -371,6 +371,72 @@ fn hypervisor_over_subscription_keeps_vcpus_on_their_cores() {
     assert_eq!(r.cores.iter().map(|c| c.counts.instructions).collect::<Vec<_>>(), vec![6000, 6000]);
 }
 
+/// The cycle at which each task last stopped running.
+fn finish_times(r: &Results) -> Vec<u64> {
+    let mut end = vec![0; r.tasks.len()];
+    for e in r.events.iter().filter(|e| e.event == Event::SwitchOut) {
+        end[e.task.unwrap().0 as usize] = e.time;
+    }
+    end
+}
+
+fn credit(params: Value) -> Value {
+    let mut p = json!({"policy": "credit", "slice": 30_000, "tick": 10_000});
+    p.as_object_mut().unwrap().extend(params.as_object().unwrap().clone());
+    json!({"kind": "hypervisor", "params": p})
+}
+
+#[test]
+fn credit_shares_a_core_among_vms_by_weight() {
+    // One core; VM 0 weighs twice VMs 1 and 2 and has twice their work: at
+    // shares 2:1:1 all three end together, at 4 times the small work.
+    // Without credits the core is shared evenly and the small ones end at 3.
+    let work = 600_000;
+    let vms = json!([
+        {"workload": stream(2 * work, 1 << 32), "vm": 0},
+        {"workload": stream(work, 2 << 32), "vm": 1},
+        {"workload": stream(work, 3 << 32), "vm": 2},
+    ]);
+    let weighted = run(json!({
+        "machine": flat_machine(1, 1), "tasks": vms,
+        "scheduler": credit(json!({"weight": [512, 256, 256]})),
+    }));
+    let end = finish_times(&weighted);
+    for (vm, &t) in end.iter().enumerate() {
+        let share = t as f64 / (4 * work) as f64;
+        assert!((0.9..=1.0).contains(&share), "VM {vm} ended at {t}: {end:?}");
+    }
+    let fixed = run(json!({
+        "machine": flat_machine(1, 1), "tasks": vms,
+        "scheduler": {"kind": "hypervisor", "params": {"slice": 30_000}},
+    }));
+    let end = finish_times(&fixed);
+    assert!(end[1] <= 3 * work + 30_000 && end[2] <= 3 * work + 60_000, "{end:?}");
+    assert_eq!(end[0], 4 * work);
+}
+
+#[test]
+fn credit_vcpus_migrate_to_idle_cores() {
+    // 2 cores; VMs 0 and 2 start on core 0, VM 1 (short) on core 1. Fixed
+    // VCPUs leave core 1 idle once VM 1 ends; with credits it takes a VCPU
+    // of core 0, and the work ends near half of the total.
+    let (long, short) = (1_000_000, 100_000);
+    let vms = json!([
+        {"workload": stream(long, 1 << 32), "vm": 0},
+        {"workload": stream(short, 2 << 32), "vm": 1},
+        {"workload": stream(long, 3 << 32), "vm": 2},
+    ]);
+    let fixed = run(json!({
+        "machine": flat_machine(1, 2), "tasks": vms,
+        "scheduler": {"kind": "hypervisor", "params": {"slice": 30_000}},
+    }));
+    assert_eq!((fixed.summary.cycles, fixed.summary.migrations), (2 * long, 0));
+    let credit = run(json!({"machine": flat_machine(1, 2), "tasks": vms, "scheduler": credit(json!({}))}));
+    let even = (2 * long + short) / 2;
+    assert!(credit.summary.cycles <= even + 60_000, "{} against {even}", credit.summary.cycles);
+    assert!(credit.summary.migrations > 0);
+}
+
 fn balance_run(batch: u32) -> Results {
     // 8 tasks on 4 cores; those that start on cores 2 and 3 are short, so
     // those cores go idle and take waiting tasks from cores 0 and 1.

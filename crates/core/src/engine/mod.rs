@@ -479,12 +479,12 @@ impl Engine {
 
     /// A mechanism stopped `task`, running on core `c`, before an access
     /// and moves it to cache domain `socket` (a micro-schedule): confine it
-    /// there and queue it on an idle core of the domain, else on its least
-    /// loaded one; the access is its first there.
+    /// there and queue it on the core of the domain the scheduler names; the
+    /// access is its first there.
     fn micro_schedule(&mut self, c: usize, task: TaskId, socket: u32) -> Result<()> {
         let ti = task.0 as usize;
         self.views[ti].cache = Some(socket);
-        let to = self.ask(self.cores[c].clock, |_, ctx| Ok(ctx.least_loaded(task)))?;
+        let to = self.ask(self.cores[c].clock, |s, ctx| s.relocate(ctx, task))?;
         if !self.views[ti].allows(to, self.topology) {
             return Err(Error::Simulation(format!(
                 "a mechanism moved task {task} to cache domain {socket}, none of whose cores its affinity allows"

@@ -273,6 +273,14 @@ pub trait Scheduler: Send {
         Ok(())
     }
 
+    /// A mechanism confined `task`, running, to a cache domain (its view's
+    /// `cache`: region scheduling's micro-schedule) and takes it off its
+    /// core: the allowed core whose queue it joins. Default: the allowed
+    /// core with the fewest tasks.
+    fn relocate(&mut self, ctx: &SchedCtx, task: TaskId) -> Result<CoreId> {
+        Ok(ctx.least_loaded(task))
+    }
+
     /// Cycles between two calls of [`Scheduler::balance`]; `None` never calls it.
     fn period(&self) -> Option<u64> {
         None

@@ -170,7 +170,7 @@ def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
 
 
 @pytest.mark.parametrize("regioning, key", [
-    ({"merge_time": 0}, "mechanisms[0].params.regioning.merge_time"),
+    ({"merge_distance": 0}, "mechanisms[0].params.regioning.merge_distance"),
     ({"phase": 0}, "mechanisms[0].params.regioning.phase"),
     ({"stack": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 0}]}, "mechanisms[0].params.regioning.stack[0].cache"),
     ({"min_access": 0}, "mechanisms[0].params.regioning.min_access"),
@@ -219,6 +219,34 @@ def test_c2_a_working_set_that_fits_one_cache_goes_back_to_ordinary_scheduling()
     assert r.summary["cycles"] == confined.summary["cycles"]
 
 
+def test_c2_judges_every_address_space_together_so_two_that_fit_one_cache_each_are_balanced():
+    # Spec E3: two 4 MiB memlats and two 16 KiB ones, one per VM, the two
+    # large ones placed on domain 0 by the credit scheduler. Each fits one
+    # 4 MiB cache, together they do not: nothing falls back, the balancer
+    # puts the two large ones on different domains, and they run as fast as
+    # when pinned apart, far faster than together.
+    def run(scheduler, mechanisms=(), affinity=None):
+        tasks = []
+        for i, S in enumerate([4 * MiB, 4 * MiB, 16 << 10, 16 << 10]):
+            w = {"kind": "latency", "params": {"regions": 1, "region_bytes": S, "accesses": 1_500_000,
+                                               "base_addr": BASE + (i << 32)}}
+            tasks.append({"workload": w, "asid": i, **({"affinity": [affinity[i]]} if affinity else {"vm": i})})
+        return cachesched.simulate({"machine": {"preset": "region-clovertown", "tlb": False}, "tasks": tasks,
+                                    "scheduler": scheduler, "mechanisms": list(mechanisms)})
+    credit = {"kind": "hypervisor", "params": {"policy": "credit"}}
+    mech = {"kind": "region-scheduling", "params": {"regioning": {"period": "5ms", "phase": "1ms",
+                                                                  "scan_period": "1ms"}}}
+    regioned = run(credit, [mech])
+    assert fell_back(regioned) == (0, 0, 0)
+    t = regioned.regions
+    large = {a: set(t[t.asid == a].cache) for a in (0, 1)}
+    assert all(len(v) == 1 for v in large.values()) and large[0] != large[1]
+    together = run(credit).tasks.cycles[:2]
+    apart = run({"kind": "pinned"}, affinity=[0, 2, 1, 3]).tasks.cycles[:2]
+    assert (together > 1.5 * apart).all()
+    assert (regioned.tasks.cycles[:2] < 1.1 * apart.max()).all()
+
+
 def test_c3_a_working_set_that_overflows_every_cache_goes_back_to_ordinary_scheduling():
     r = regioned_memlat(6 * MiB, 65536)  # 12 MiB against 2 x 4 MiB
     assert fell_back(r) == (0, 0, 1)
@@ -233,8 +261,10 @@ def test_c3_a_working_set_that_overflows_every_cache_goes_back_to_ordinary_sched
 ])
 def test_c1_references_per_micro_schedule_outside_the_window_go_back_to_ordinary_scheduling(window, fails):
     # Unified after the first phase, the task moves once per 65,536
-    # references; the second phase's end judges that rate.
-    r = regioned_memlat(3 * MiB, 65536, **window)
+    # references; the second phase's end judges that rate. (The merge
+    # distance defaults to min_access: fixed here so that the regions stay
+    # apart whatever the window.)
+    r = regioned_memlat(3 * MiB, 65536, merge_distance=4096, **window)
     assert fell_back(r) == ((1, 0, 0) if fails else (0, 0, 0))
     if fails:
         assert set(r.regions.kind) == {"global"}
@@ -243,11 +273,11 @@ def test_c1_references_per_micro_schedule_outside_the_window_go_back_to_ordinary
 
 
 def test_without_fallback_a_fitting_working_set_is_unified_and_pays_for_it():
-    # Cache hits make memlat's 1 MiB visits short: with the default merge
-    # time the two regions merge into one. A shorter one keeps them apart.
-    r = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms", fallback=False, merge_time="100us")
+    # Visits of 65,536 references are far apart (merge_distance 4,096):
+    # the two regions stay apart and are unified, for nothing.
+    r = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms", fallback=False)
     assert fell_back(r) == (0, 0, 0) and counters(r)["usched"] > 0
-    confined = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms", merge_time="100us")
+    confined = regioned_memlat(1 * MiB, 65536, period="4ms", phase="2ms")
     assert fell_back(confined) == (0, 1, 0)
     assert r.summary["cycles"] > confined.summary["cycles"]
 

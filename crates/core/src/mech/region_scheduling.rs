@@ -28,13 +28,14 @@
 //! starts as a one-page seed region. Every `period` of a task's CPU time it
 //! spends `phase` regioning (spec 2.6): every region but the one it is in
 //! is closed, each move to another region faults (`touch_time`) and is
-//! seen, and a region re-entered less than `merge_time` (of the address
-//! space's virtual time) after it was left merges with every region
-//! entered since. When the phase ends, the balancer maps the address
+//! seen, and a region re-entered within `merge_distance` references of
+//! its address space after it was left merges with every region entered
+//! since. When the phase ends, the balancer maps the address
 //! space's unmapped regions, largest first, each to the domain whose load
 //! (the working sets of the regions mapped to it, spec 2.7) is lowest, and
-//! the largest region the phase merged is torn back into seeds (never the
-//! same one twice in a row). Every `scan_period` of an address space's
+//! the largest region found before the phase that the phase grew is torn
+//! back into seeds (never the same one twice in a row). Seeds (pages in no
+//! region yet) never move a task: they open where they are touched. Every `scan_period` of an address space's
 //! virtual time, the accessed bits of its pages in the regions open where
 //! the task runs shift into their 32-bit histories, from which the
 //! working-set estimates come.
@@ -70,10 +71,11 @@ pub struct RegioningParams {
     pub period: Span,
     /// And lasts this much of its CPU time (default 10 ms: the source's 1%).
     pub phase: Span,
-    /// A region re-entered sooner than this after it was left merges (of
-    /// the address space's virtual time; default `usched_time / 0.03`: a
-    /// move that often would cost 3%, spec 7.1).
-    pub merge_time: Option<Span>,
+    /// A region re-entered within this many references of its address
+    /// space after it was left merges (spec 2.6's q, in references as the
+    /// source counts memlat's idle time; default `min_access`: moving
+    /// between the two more often is what C1 rules out, spec 7.1).
+    pub merge_distance: Option<u64>,
     /// Accessed bits are scanned every this much virtual time of an address
     /// space (default 100 ms).
     pub scan_period: Span,
@@ -110,7 +112,7 @@ impl Default for RegioningParams {
         RegioningParams {
             period: Span::millis(1000.0),
             phase: Span::millis(10.0),
-            merge_time: None,
+            merge_distance: None,
             scan_period: Span::millis(100.0),
             touch_time: Span::cycles(0),
             stack: Vec::new(),
@@ -239,10 +241,13 @@ impl MechanismParams for RegionSchedulingParams {
         let regioning = self.regioning.as_ref().map(|r| {
             let at = |key: &str| format!("regioning.{key}");
             let stack = ranges(ctx, &mut issues, &at("stack"), &r.stack, shift, false);
-            let merge = match r.merge_time {
-                Some(span) => ctx.cycles(&mut issues, &at("merge_time"), span, 1),
-                None => (usched as f64 / 0.03).round() as u64,
-            };
+            let merge = r.merge_distance.unwrap_or(r.min_access);
+            issues.check(
+                merge >= 1,
+                ctx.at(&at("merge_distance")),
+                "out_of_range",
+                "merge_distance must be at least 1",
+            );
             issues.check(r.min_access >= 1, ctx.at(&at("min_access")), "out_of_range", "min_access must be at least 1");
             if let Some(most) = r.max_access {
                 issues.check(
@@ -276,7 +281,7 @@ impl MechanismParams for RegionSchedulingParams {
                 sockets: m.sockets,
                 period: ctx.cycles(&mut issues, &at("period"), r.period, 1),
                 phase: ctx.cycles(&mut issues, &at("phase"), r.phase, 1),
-                merge: merge.max(1),
+                merge,
                 scan: ctx.cycles(&mut issues, &at("scan_period"), r.scan_period, 1),
                 touch: ctx.cycles(&mut issues, &at("touch_time"), r.touch_time, 0),
                 stack,
@@ -327,7 +332,8 @@ super::counters! {
         /// Address spaces that went back to ordinary scheduling because C1
         /// failed: references per micro-schedule outside the window.
         fallback_c1,
-        /// ... because C2 failed: their working set fits one domain's cache.
+        /// ... because C2 failed: the working sets of every address space's
+        /// regions together fit one domain's cache.
         fallback_c2,
         /// ... because C3 failed: it overflows all the domains' caches.
         fallback_c3,
@@ -355,6 +361,8 @@ struct TaskClock {
 struct SpaceClock {
     /// Virtual time: cycles of its tasks' accesses.
     time: u64,
+    /// Its tasks' references.
+    references: u64,
     next_scan: u64,
     /// The region torn down last.
     torn: Option<u32>,
@@ -388,6 +396,7 @@ struct Regioning {
     sockets: u32,
     period: u64,
     phase: u64,
+    /// References (spec 2.6's q).
     merge: u64,
     scan: u64,
     touch: u64,
@@ -419,27 +428,21 @@ impl Regioning {
         self.partition.iter().find(|(a, _)| *a == asid.0).map(|(_, c)| c.as_slice())
     }
 
-    /// The size the balancer gives region `r`: its working-set estimate,
-    /// or its pages while no page has a history long enough to count.
-    fn weight(&self, r: u32) -> f64 {
-        let y = self.regions.working_set(r);
-        if y > 0.0 {
-            y
-        } else {
-            self.regions.regions[r as usize].pages.len() as f64
-        }
-    }
-
     /// Spec 2.8's conditions for `asid` at the end of a phase: the one
-    /// that fails (1: references per micro-schedule outside the window; 2:
-    /// its working set fits one domain's cache; 3: it overflows them all),
-    /// if any.
+    /// that fails (1: its references per micro-schedule outside the window;
+    /// 2: the working sets of every address space together fit one domain's
+    /// cache, so nothing is to be unified or balanced; 3: its own overflow
+    /// all the domains' caches), if any.
     fn failed_condition(&mut self, asid: Asid) -> Option<u8> {
         let (least, most) = self.fallback?;
-        let total: f64 = (self.regions.alive())
-            .filter(|(_, r)| r.asid == asid && r.kind != Kind::Global)
-            .map(|(i, _)| self.weight(i))
-            .sum();
+        let (mut total, mut own) = (0.0, 0.0);
+        for (i, r) in self.regions.alive().filter(|(_, r)| r.kind != Kind::Global) {
+            let w = self.regions.working_set(i);
+            total += w;
+            if r.asid == asid {
+                own += w;
+            }
+        }
         let space = self.space(asid);
         let (accesses, usched) = (std::mem::take(&mut space.accesses), std::mem::take(&mut space.usched));
         let per = accesses.checked_div(usched);
@@ -447,7 +450,7 @@ impl Regioning {
             Some(1)
         } else if total <= self.capacity {
             Some(2)
-        } else if total > self.capacity * self.sockets as f64 {
+        } else if own > self.capacity * self.sockets as f64 {
             Some(3)
         } else {
             None
@@ -489,23 +492,23 @@ impl Regioning {
         out.len() as u64
     }
 
-    /// The end of a regioning phase of a task of `asid`, which `phase`
-    /// merged: map the address space's unmapped regions, largest first,
+    /// The end of a regioning phase of a task of `asid`, which grew the
+    /// older regions `grown`: map the address space's unmapped regions, largest first,
     /// each to the least loaded domain it may use; then even the domains'
     /// loads (spec 2.8's greedy step: while the most and least loaded
     /// differ by more than [`BALANCED`] of a cache, move from the most
     /// loaded to the least the region that best halves the gap, not one
     /// moved in the last [`SETTLE_PASSES`] passes); tear down the largest
-    /// region the phase merged. Returns (regions mapped, regions moved,
+    /// of `grown`. Returns (regions mapped, regions moved,
     /// regions torn down).
-    fn end_phase(&mut self, asid: Asid, merged: Vec<u32>) -> (u64, u64, u64) {
+    fn end_phase(&mut self, asid: Asid, grown: Vec<u32>) -> (u64, u64, u64) {
         self.passes += 1;
         let mut load = vec![0.0f64; self.sockets as usize];
         let mut unmapped = Vec::new();
-        for (i, r) in self.regions.alive().filter(|(_, r)| r.kind != Kind::Global) {
+        for (i, r) in self.regions.alive().filter(|(_, r)| r.kind == Kind::Regular) {
             match r.cache {
-                Some(c) => load[c as usize] += self.weight(i),
-                None if r.asid == asid => unmapped.push((self.weight(i), i)),
+                Some(c) => load[c as usize] += self.regions.working_set(i),
+                None if r.asid == asid => unmapped.push((self.regions.working_set(i), i)),
                 None => {}
             }
         }
@@ -524,7 +527,7 @@ impl Regioning {
         let size = |r: u32| self.regions.regions[r as usize].pages.len();
         // The largest; ties to the oldest slot, for determinism.
         let largest =
-            merged.into_iter().filter(|&r| last != Some(r)).max_by(|&a, &b| size(a).cmp(&size(b)).then(b.cmp(&a)));
+            grown.into_iter().filter(|&r| last != Some(r)).max_by(|&a, &b| size(a).cmp(&size(b)).then(b.cmp(&a)));
         let torn = largest.filter(|&r| self.regions.regions[r as usize].pages.len() > 1);
         if let Some(r) = torn {
             self.regions.tear_down(r);
@@ -549,13 +552,13 @@ impl Regioning {
             // and best halves the gap (any that weighs less than the gap
             // narrows it); ties to the oldest slot.
             let candidates = self.regions.alive().filter(|(_, r)| {
-                r.kind != Kind::Global
+                r.kind == Kind::Regular
                     && r.cache == Some(hi as u32)
                     && (r.moved == 0 || self.passes - r.moved >= SETTLE_PASSES)
                     && self.domains(r.asid).is_none_or(|d| d.contains(&(lo as u32)))
             });
             let best = candidates
-                .map(|(i, _)| (i, self.weight(i)))
+                .map(|(i, _)| (i, self.regions.working_set(i)))
                 .filter(|&(_, w)| w > 0.0 && w < gap)
                 .min_by(|a, b| (a.1 - gap / 2.0).abs().total_cmp(&(b.1 - gap / 2.0).abs()).then(a.0.cmp(&b.0)));
             let Some((r, w)) = best else { return moved };
@@ -630,7 +633,7 @@ impl RegionScheduling {
             .regioning
             .iter()
             .flat_map(|reg| reg.regions.alive())
-            .filter(|(_, r)| r.asid.0 == asid && r.cache == Some(cache) && r.kind != Kind::Global)
+            .filter(|(_, r)| r.asid.0 == asid && r.cache == Some(cache) && r.kind == Kind::Regular)
             .map(|(_, r)| r.pages.len() as u64)
             .sum();
         given + found
@@ -674,7 +677,7 @@ impl Mechanism for RegionScheduling {
         if reg.regions.regions[r as usize].kind == Kind::Global {
             return Gate::Run { cycles: 0 };
         }
-        let now = reg.space(ctx.asid).time;
+        let now = reg.space(ctx.asid).references;
         let (merge, touch) = (reg.merge, reg.touch);
         let Regioning { tasks, regions, .. } = reg;
         if let Some((_, phase)) = tasks.get_mut(ctx.task.0 as usize).and_then(|t| t.phase.as_mut()) {
@@ -687,15 +690,26 @@ impl Mechanism for RegionScheduling {
             self.stats.cycles += touch;
             return Gate::Run { cycles: touch };
         }
-        // An unmapped region of a partitioned address space touched outside
-        // its domains is mapped to the first of them (and the task moves).
-        let mut cache = regions.regions[r as usize].cache;
-        if cache.is_none() {
-            if let Some(domains) = reg.domains(ctx.asid).filter(|d| !d.contains(&here)) {
-                cache = Some(domains[0]);
-                reg.regions.regions[r as usize].cache = cache;
+        // A region of a partitioned address space touched outside its
+        // domains, unmapped or a seed, is mapped to the first of them (and
+        // the task moves).
+        let outside = reg.domains(ctx.asid).filter(|d| !d.contains(&here)).map(|d| d[0]);
+        let region = &mut reg.regions.regions[r as usize];
+        if let Some(first) = outside.filter(|_| region.cache.is_none() || region.kind == Kind::Seed) {
+            region.cache = Some(first);
+        } else if region.kind == Kind::Seed {
+            // A seed is no cache's (spec 2.4: only local regions schedule):
+            // it opens where it is touched, and remembers it (its lines are
+            // there when a phase merges it).
+            if region.cache != Some(here) {
+                region.cache = Some(here);
+                self.stats.opened += 1;
+                self.stats.cycles += self.open;
+                return Gate::Run { cycles: self.open };
             }
+            return Gate::Run { cycles: 0 };
         }
+        let cache = region.cache;
         let gate = self.enforce(ctx.asid.0, cache, here);
         if let Some(reg) = self.regioning.as_mut() {
             reg.regions.regions[r as usize].cache.get_or_insert(here);
@@ -713,6 +727,7 @@ impl Mechanism for RegionScheduling {
         let every = reg.scan;
         let space = reg.space(ctx.asid);
         space.time += spent;
+        space.references += 1;
         space.accesses += 1;
         let fell_back = space.fell_back.is_some();
         if space.time >= space.next_scan {
@@ -736,8 +751,8 @@ impl Mechanism for RegionScheduling {
                     }
                 } else {
                     self.stats.shrinks += reg.shrink(ctx.asid);
-                    let merged: Vec<u32> = phase.merged(&reg.regions).collect();
-                    let (mapped, moved, torn) = reg.end_phase(ctx.asid, merged);
+                    let grown: Vec<u32> = phase.grown(&reg.regions).collect();
+                    let (mapped, moved, torn) = reg.end_phase(ctx.asid, grown);
                     self.stats.mapped += mapped;
                     self.stats.rebalanced += moved;
                     self.stats.teardowns += torn;

@@ -37,7 +37,7 @@ pub(super) struct Region {
     pub(super) kind: Kind,
     /// The cache domain it is mapped to.
     pub(super) cache: Option<u32>,
-    /// The address space's virtual time when a regioning task last left it.
+    /// The address space's reference count when a regioning task last left it.
     pub(super) left_at: u64,
     /// Whether it still exists (merged regions leave an empty slot).
     pub(super) alive: bool,
@@ -54,24 +54,38 @@ pub(super) struct Page {
     pub(super) accessed: bool,
     /// One bit per scan, newest lowest: whether it was touched in that period.
     pub(super) history: u32,
+    /// Scans that shifted its history, at most 32.
+    pub(super) scans: u8,
     /// Micro-schedules its touches caused since its address space's last phase ended.
     pub(super) moves: u32,
 }
 
-/// The working-set estimate of pages with these histories (spec 2.7), in
-/// pages: a page whose history has `x` ones counts 1 for `x` in 26..=32,
-/// 3/4 for 20..=25, 1/2 for 14..=19, 1/4 for 8..=13, nothing below 8 (a
-/// history of 32 ones falls in the source's last bin, 31).
-pub(super) fn working_set(histories: impl Iterator<Item = u32>) -> f64 {
-    histories
-        .map(|h| match h.count_ones() {
-            26.. => 1.0,
-            20..=25 => 0.75,
-            14..=19 => 0.5,
-            8..=13 => 0.25,
-            _ => 0.0,
-        })
-        .sum()
+/// What a page whose history has `ones` ones counts for in the working-set
+/// estimate (spec 2.7): 1 for 26..=32 ones, 3/4 for 20..=25, 1/2 for
+/// 14..=19, 1/4 for 8..=13, nothing below 8 (32 ones fall in the source's
+/// last bin, 31).
+fn bin_weight(ones: u32) -> f64 {
+    match ones {
+        26.. => 1.0,
+        20..=25 => 0.75,
+        14..=19 => 0.5,
+        8..=13 => 0.25,
+        _ => 0.0,
+    }
+}
+
+/// The ones of a page's history as if it spanned 32 scans: a page scanned
+/// `scans < 32` times has its ones scaled up (rounded to nearest), and one
+/// never scanned (it exists, so it was touched) counts as touched at every
+/// scan. The spec's formula assumes a full history: without the scaling a
+/// new address space would weigh a quarter of its size, or nothing, for
+/// the first 26 scans.
+fn full_ones(history: u32, scans: u8) -> u32 {
+    match scans {
+        0 => 32,
+        32.. => history.count_ones(),
+        s => (history.count_ones() * 32 + s as u32 / 2) / s as u32,
+    }
 }
 
 /// Every region and page of the run.
@@ -93,7 +107,7 @@ impl Regions {
         }
         let p = self.pages.len() as u32;
         let region = self.regions.len() as u32;
-        self.pages.push(Page { vpn, region, accessed: false, history: 0, moves: 0 });
+        self.pages.push(Page { vpn, region, accessed: false, history: 0, scans: 0, moves: 0 });
         self.regions.push(Region {
             asid,
             founder: vpn,
@@ -109,8 +123,10 @@ impl Regions {
     }
 
     /// Merge regions `a` and `b` (the larger keeps its slot and its
-    /// founder); returns the region that holds both, `Regular` and not
-    /// mapped (the balancer maps it when the phase ends).
+    /// founder); returns the region that holds both, `Regular`, mapped
+    /// where the larger was (most of its lines are cached there), else
+    /// where the smaller was; if neither was mapped the balancer maps it
+    /// when the phase ends.
     pub(super) fn merge(&mut self, a: u32, b: u32) -> u32 {
         if a == b {
             return a;
@@ -122,11 +138,11 @@ impl Regions {
             self.pages[p as usize].region = big;
         }
         self.regions[small as usize].alive = false;
+        let other = self.regions[small as usize].cache;
         let keep = &mut self.regions[big as usize];
         keep.pages.extend(moved);
         keep.kind = Kind::Regular;
-        // Mapped anew when its phase ends.
-        keep.cache = None;
+        keep.cache = keep.cache.or(other);
         big
     }
 
@@ -180,9 +196,12 @@ impl Regions {
         id
     }
 
-    /// The working-set estimate of region `r`, in pages.
+    /// The working-set estimate of region `r`, in pages: the spec's
+    /// formula over its pages' histories, each as if it spanned 32 scans
+    /// ([`full_ones`]).
     pub(super) fn working_set(&self, r: u32) -> f64 {
-        working_set(self.regions[r as usize].pages.iter().map(|&p| self.pages[p as usize].history))
+        let pages = self.regions[r as usize].pages.iter().map(|&p| self.pages[p as usize]);
+        pages.map(|p| bin_weight(full_ones(p.history, p.scans))).sum()
     }
 
     /// A scan of `asid`'s pages in the regions `open` picks: each page's
@@ -192,6 +211,7 @@ impl Regions {
             for &p in &region.pages {
                 let page = &mut self.pages[p as usize];
                 page.history = page.history << 1 | page.accessed as u32;
+                page.scans = page.scans.saturating_add(1).min(32);
                 page.accessed = false;
             }
         }
@@ -205,8 +225,9 @@ impl Regions {
 
 /// One task's regioning phase (spec 2.6): every region but the open one is
 /// closed, so every move to another region is seen; a region re-entered
-/// less than `merge_time` after it was left merges with every region
-/// entered since (those above it in the LRU stack).
+/// within `merge_distance` references of its address space after it was
+/// left merges with every region entered since (those above it in the LRU
+/// stack).
 #[derive(Debug, Default)]
 pub(super) struct Phase {
     /// The region open now.
@@ -215,23 +236,33 @@ pub(super) struct Phase {
     stack: Vec<u32>,
     /// Merges made.
     pub(super) merges: u64,
-    /// The regions merges made (some since merged further).
-    made: Vec<u32>,
+    /// Regions this phase made out of seeds only (some since merged further).
+    fresh: Vec<u32>,
+    /// Regions found before this phase that it grew (some since merged further).
+    grown: Vec<u32>,
 }
 
 impl Phase {
-    /// The regions this phase merged that still exist.
-    pub(super) fn merged<'a>(&'a self, regions: &'a Regions) -> impl Iterator<Item = u32> + 'a {
-        let mut seen = self.made.clone();
+    /// The regions found before this phase that it grew and that still
+    /// exist: what a teardown may take (spec 2.6's "largest region found in
+    /// this phase"; a region the phase built from seeds has just been
+    /// found and stays).
+    pub(super) fn grown<'a>(&'a self, regions: &'a Regions) -> impl Iterator<Item = u32> + 'a {
+        let mut seen = self.grown.clone();
         seen.sort_unstable();
         seen.dedup();
         seen.into_iter().filter(|&r| regions.regions[r as usize].alive)
     }
 
-    /// The task touched region `r` at virtual time `now` (of its address
-    /// space): returns whether that was a fault (another region was open),
-    /// with the regions merged as the rule says.
-    pub(super) fn touch(&mut self, regions: &mut Regions, r: u32, now: u64, merge_time: u64) -> bool {
+    /// Whether `r` holds a region found before this phase.
+    fn old(&self, regions: &Regions, r: u32) -> bool {
+        regions.regions[r as usize].kind == Kind::Regular && !self.fresh.contains(&r)
+    }
+
+    /// The task touched region `r` when its address space had made `now`
+    /// references: returns whether that was a fault (another region was
+    /// open), with the regions merged as the rule says.
+    pub(super) fn touch(&mut self, regions: &mut Regions, r: u32, now: u64, merge_distance: u64) -> bool {
         if self.open == Some(r) {
             return false;
         }
@@ -244,13 +275,21 @@ impl Phase {
         if let Some(at) = self.stack.iter().position(|&x| x == r) {
             let idle = now.saturating_sub(regions.regions[r as usize].left_at);
             let above = self.stack.split_off(at);
-            if idle < merge_time {
+            if idle < merge_distance {
+                let mut grew = self.old(regions, cur);
                 for &other in &above[1..] {
+                    grew |= self.old(regions, other);
                     cur = regions.merge(cur, other);
                     self.merges += 1;
                 }
                 if above.len() > 1 {
-                    self.made.push(cur);
+                    match grew {
+                        true => {
+                            self.fresh.retain(|&x| x != cur);
+                            self.grown.push(cur);
+                        }
+                        false => self.fresh.push(cur),
+                    }
                 }
             } else {
                 self.stack.extend_from_slice(&above[1..]);
@@ -264,6 +303,11 @@ impl Phase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The estimate of pages with these full histories, page by page.
+    fn working_set(histories: impl Iterator<Item = u32>) -> f64 {
+        histories.map(|h| bin_weight(h.count_ones())).sum()
+    }
 
     /// The spec's formula as written there: a histogram `H(x)` of the
     /// histories' counts of ones in 32 bins (32 ones clipped into bin 31),
@@ -292,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn regioning_merges_what_the_task_goes_back_to_within_the_merge_time() {
+    fn regioning_merges_what_the_task_goes_back_to_within_the_merge_distance() {
         let asid = Asid(0);
         let mut r = Regions::default();
         let page = |r: &mut Regions, vpn| {
@@ -352,15 +396,24 @@ mod tests {
     fn teardown_makes_seeds_mapped_where_the_region_was() {
         let asid = Asid(3);
         let mut r = Regions::default();
-        let ps: Vec<u32> = (10..13).map(|v| r.page(asid, v, Kind::Seed, Some(1))).collect();
+        let ps: Vec<u32> = [(10, None), (11, Some(0)), (12, Some(1))]
+            .into_iter()
+            .map(|(v, cache)| r.page(asid, v, Kind::Seed, cache))
+            .collect();
         let a = r.pages[ps[0] as usize].region;
         let b = r.pages[ps[1] as usize].region;
         let c = r.pages[ps[2] as usize].region;
+        // Of two seeds, the first is the larger; it was unmapped: the
+        // second's mapping. Then AB is the larger, mapped to 0.
         let ab = r.merge(a, b);
+        assert_eq!(r.regions[ab as usize].cache, Some(0));
         let abc = r.merge(ab, c);
         assert_eq!(r.alive().count(), 1);
-        // Merged regions are unmapped until the balancer maps them.
-        assert_eq!(r.regions[abc as usize].cache, None);
+        assert_eq!(r.regions[abc as usize].cache, Some(0));
+        let mut fresh = Regions::default();
+        let (d, e) = (fresh.page(asid, 20, Kind::Seed, None), fresh.page(asid, 21, Kind::Seed, None));
+        let de = fresh.merge(fresh.pages[d as usize].region, fresh.pages[e as usize].region);
+        assert_eq!(fresh.regions[de as usize].cache, None, "neither was mapped");
         r.regions[abc as usize].cache = Some(1);
         r.tear_down(abc);
         let seeds: Vec<(u64, Kind, Option<u32>)> = r.alive().map(|(_, g)| (g.founder, g.kind, g.cache)).collect();
@@ -388,6 +441,18 @@ mod tests {
         // Page b's region was closed in the scanned view: untouched history.
         assert_eq!(r.pages[b as usize].history, 0);
         assert!(r.pages[b as usize].accessed);
+        // 10 ones in 10 scans count as 32 in 32; b, never scanned, counts in full too.
+        assert_eq!(r.working_set(r.pages[a as usize].region), 1.0);
+        assert_eq!(r.working_set(r.pages[b as usize].region), 1.0);
+        // 5 ones in 10 scans count as 16 (weight 1/2); 3 in 10 as 10 (1/4);
+        // after 32 scans the history's own ones (here 12 of 32: 1/4).
+        let page = &mut r.pages[a as usize];
+        page.history = 0b10101_01010;
+        assert_eq!(r.working_set(r.pages[a as usize].region), 0.5);
+        r.pages[a as usize].history = 0b111;
+        assert_eq!(r.working_set(r.pages[a as usize].region), 0.25);
+        r.pages[a as usize].history = 0xfff;
+        r.pages[a as usize].scans = 32;
         assert_eq!(r.working_set(r.pages[a as usize].region), 0.25);
     }
 }

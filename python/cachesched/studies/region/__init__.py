@@ -8,7 +8,11 @@ Its parts (:data:`PARTS`), one module each, run in order:
   and Westmere;
 - ``overhead`` (E2, section 5.1): the cost of moving, with and without
   per-cache page tables, and of region scheduling where it cannot win;
-- ``pending`` (E3-E9): not built yet; their claims are listed.
+- ``balancing`` (E3, section 5.2): large and small memlats balanced over
+  the domains, against Xen's credit scheduler and Linux's cache-aware
+  balancing;
+- ``loads`` (E5, Fig. 18): the domains' loads over time in that balancing;
+- ``pending`` (E4, E6-E9): not built yet; their claims are listed.
 
 What they share (the machines, memlat, the micro-schedule's costs, the
 measures) is in :mod:`.common`. See docs/region-scheduling.md, "The study".
@@ -22,7 +26,9 @@ from .common import notes
 PARTS = (
     Part("unification", "E1", "The cache-unification map", "cachesched.studies.region.unification"),
     Part("overhead", "E2", "Overhead per micro-schedule rate", "cachesched.studies.region.overhead"),
-    Part("pending", "E3-E9", "Not built yet", "cachesched.studies.region.pending"),
+    Part("balancing", "E3", "Balancing large and small memlats", "cachesched.studies.region.balancing"),
+    Part("loads", "E5", "Cache loads over time", "cachesched.studies.region.loads"),
+    Part("pending", "E4, E6-E9", "Not built yet", "cachesched.studies.region.pending"),
 )
 
 STUDY = Study(name="region", title="Region scheduling: the study", spec="region-scheduling.md", parts=PARTS,

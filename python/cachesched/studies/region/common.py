@@ -75,6 +75,15 @@ def notes(ctx: Any) -> str:
             "\u201cThe study\u201d.</p>")
 
 
+def label(ax: Any, x: str | None, y: str, title: str) -> None:
+    """Name a panel's axes and title, and show its legend."""
+    if x:
+        ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
 def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str) -> Section:
     """:func:`..runs.part` with this study's reason for differences."""
     return runs.part(ctx, name, doc, table, claims, figures, caption, REASON)

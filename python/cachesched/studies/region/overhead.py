@@ -120,10 +120,7 @@ def figures(df: pd.DataFrame):
         for run, g in d.groupby("run"):
             a.plot(g.usched_per_s, 100 * g.overhead, marker="o", label=f"{run} page tables")
         a.set_xscale("log")
-        a.set_xlabel("micro-schedules per second")
-        a.set_ylabel("overhead (%)")
-        a.set_title(name)
-        a.legend(fontsize=8)
+        c.label(a, "micro-schedules per second", "overhead (%)", name)
     return [("region_overhead", "Overhead per micro-schedule rate (E2)",
              "Unified memlat whose regions fit one cache, against confined: the cost of moving, with one page-table "
              "copy per cache and with one shared copy.", fig)]

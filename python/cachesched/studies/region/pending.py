@@ -1,9 +1,8 @@
-"""Experiments E3-E9 of the spec, not built yet (issue 22 continues):
-balancing pairs of large and small memlats (E3), memlat beside a SPEC
-program (E4), cache loads over time (E5), the programs' regions and access
-maps (E6), single-program unification (E7), the media server under
-consolidation (E8) and parallel-code isolation (E9). Their claims are
-listed so that the table shows what this version does not run yet.
+"""Experiments of the spec not built yet (issue 22 continues): memlat
+beside a SPEC program (E4), the programs' regions and access maps (E6),
+single-program unification (E7), the media server under consolidation
+(E8) and parallel-code isolation (E9). Their claims are listed so that the
+table shows what this version does not run yet.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from ..page import Section
 
 CLAIMS = (
-    ("9", "Balancing 4 MB + 16 KB pairs improves every process by more than 50%", ">50%"),
     ("10", "sphinx gains about 15% from unification", "+15%"),
     ("11", "namd gains 10% on Clovertown at up to 2,000 usched/s", "+10%"),
     ("12", "The media server's average response: 7.765 / 19.415 / 32.535 ms (about 40% better)", "40%"),

@@ -171,6 +171,7 @@ def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
 
 @pytest.mark.parametrize("regioning, key", [
     ({"merge_distance": 0}, "mechanisms[0].params.regioning.merge_distance"),
+    ({"idle_tick": 0}, "mechanisms[0].params.regioning.idle_tick"),
     ({"phase": 0}, "mechanisms[0].params.regioning.phase"),
     ({"stack": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 0}]}, "mechanisms[0].params.regioning.stack[0].cache"),
     ({"min_access": 0}, "mechanisms[0].params.regioning.min_access"),
@@ -245,6 +246,39 @@ def test_c2_judges_every_address_space_together_so_two_that_fit_one_cache_each_a
     apart = run({"kind": "pinned"}, affinity=[0, 2, 1, 3]).tasks.cycles[:2]
     assert (together > 1.5 * apart).all()
     assert (regioned.tasks.cycles[:2] < 1.1 * apart.max()).all()
+
+
+def test_the_idle_cpu_rule_releases_a_task_that_waits_for_a_busy_domain_while_a_core_idles():
+    # Spec 2.5. Two 4 MiB memlats start on domain 0, two long 16 KiB ones
+    # keep domain 1's cores busy. The balancer maps one large memlat to
+    # domain 1, where it waits (credit slices of 30 ms) while its old core
+    # idles. With the rule, after two 10 ms points of that it is released
+    # and runs again on domain 0 until the next balancing pass moves it
+    # back; without, it waits.
+    def run(idle: bool):
+        tasks = []
+        for i, (S, n) in enumerate([(4 * MiB, 1_000_000)] * 2 + [(16 << 10, 20_000_000)] * 2):
+            w = {"kind": "latency", "params": {"regions": 1, "region_bytes": S, "accesses": n,
+                                               "base_addr": BASE + (i << 32)}}
+            tasks.append({"workload": w, "asid": i, "vm": i})
+        mech = {"kind": "region-scheduling", "params": {"regioning": {
+            "period": "5ms", "phase": "1ms", "scan_period": "1ms", "idle_release": idle}}}
+        return cachesched.simulate({"machine": {"preset": "region-clovertown", "tlb": False}, "tasks": tasks,
+                                    "scheduler": {"kind": "hypervisor", "params": {"policy": "credit"}},
+                                    "mechanisms": [mech]})
+    tick = 30_000_000  # 10 ms at 3 GHz
+    for idle in (True, False):
+        r = run(idle)
+        ev = r.events[r.events.task == 0]
+        ins = ev[ev.event == "switch_in"]
+        moved = int(ev[(ev.event == "switch_out") & (ev.time > 0)].time.iloc[0])  # its micro-schedule
+        there = int(ins[ins.core >= 2].time.iloc[0])  # it first runs on domain 1
+        meanwhile = ins[(ins.time > moved) & (ins.time < there)]
+        if idle:
+            assert counters(r)["idle_releases"] == 1
+            assert len(meanwhile) and (meanwhile.core < 2).all() and (meanwhile.time >= moved + tick).all()
+        else:
+            assert counters(r)["idle_releases"] == 0 and meanwhile.empty
 
 
 def test_c3_a_working_set_that_overflows_every_cache_goes_back_to_ordinary_scheduling():

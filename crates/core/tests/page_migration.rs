@@ -69,7 +69,16 @@ fn node_of(machine: &Machine, vpn: u64) -> u32 {
 
 fn pass(mech: &mut Box<dyn Mechanism>, machine: &mut Machine, time: u64) -> Vec<(CoreId, u64)> {
     let running = [Some((TaskId(0), ASID)), Some((TaskId(1), ASID))];
-    mech.on_period(PeriodCtx { machine, time, running: &running, clocks: &[time + 10, time + 30] }).unwrap()
+    let mut release = Vec::new();
+    let ctx = PeriodCtx {
+        machine,
+        time,
+        running: &running,
+        clocks: &[time + 10, time + 30],
+        blocked: &[],
+        release: &mut release,
+    };
+    mech.on_period(ctx).unwrap()
 }
 
 fn stat(mech: &mut Box<dyn Mechanism>, name: &str) -> u64 {

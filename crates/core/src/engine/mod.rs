@@ -47,7 +47,7 @@ use crate::mech::{EventCtx, Mechanism, PeriodCtx};
 use crate::mem::machine::Machine;
 use crate::results::{CoreTotals, IntervalRow, Results, SliceRow, WindowRow};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
-use crate::types::{CoreId, TaskId};
+use crate::types::{Asid, CoreId, TaskId};
 
 /// How far a run has come, handed to the progress callback.
 #[derive(Debug, Clone, Copy)]
@@ -361,12 +361,48 @@ impl Engine {
         let running: Vec<_> =
             (self.running.iter()).map(|r| r.map(|t| (t, self.views[t.0 as usize].spec.asid))).collect();
         let clocks: Vec<u64> = self.cores.iter().map(|c| c.clock).collect();
-        let ctx = PeriodCtx { machine: &mut self.machine, time, running: &running, clocks: &clocks };
+        let blocked = self.blocked_by_confinement();
+        let mut release = Vec::new();
+        let ctx = PeriodCtx {
+            machine: &mut self.machine,
+            time,
+            running: &running,
+            clocks: &clocks,
+            blocked: &blocked,
+            release: &mut release,
+        };
         for (core, cycles) in self.mechanisms[m].on_period(ctx)? {
             let c = core.0 as usize;
             self.charge(c, self.running[c], cycles);
         }
+        for t in release {
+            if let Some(view) = self.views.get_mut(t.0 as usize) {
+                view.cache = None;
+                self.generation += 1; // idle cores look again
+            }
+        }
         Ok(())
+    }
+
+    /// Waiting tasks that only their cache domain keeps off an idle core
+    /// (one running nothing, its queue empty), with their address spaces.
+    fn blocked_by_confinement(&self) -> Vec<(TaskId, Asid)> {
+        let idle: Vec<CoreId> = (0..self.cores.len())
+            .filter(|&c| self.running[c].is_none() && self.queues[c].is_empty())
+            .map(|c| CoreId(c as u32))
+            .collect();
+        if idle.is_empty() {
+            return Vec::new();
+        }
+        let blocked = |v: &TaskView| {
+            matches!(v.state, TaskState::Waiting(_))
+                && v.cache.is_some()
+                && idle.iter().any(|&c| v.spec.allows(c) && !v.allows(c, self.topology))
+        };
+        (self.views.iter().enumerate())
+            .filter(|(_, v)| blocked(v))
+            .map(|(t, v)| (TaskId(t as u32), v.spec.asid))
+            .collect()
     }
 
     /// The scheduler's periodic tick: balancing moves.

@@ -113,6 +113,13 @@ pub struct PeriodCtx<'a> {
     pub running: &'a [Option<(TaskId, Asid)>],
     /// Per core: its clock (at least `time`).
     pub clocks: &'a [u64],
+    /// Tasks waiting in a run queue that only their confinement to a cache
+    /// domain keeps off a core idle at this point (spec 2.5's conflict),
+    /// with their address spaces.
+    pub blocked: &'a [(TaskId, Asid)],
+    /// Tasks the mechanism releases from their cache domains (filled by it;
+    /// the scheduler may then run them anywhere their affinity allows).
+    pub release: &'a mut Vec<TaskId>,
 }
 
 /// A mechanism that reacts to scheduling events (TLB preservation, migration

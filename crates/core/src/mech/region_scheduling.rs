@@ -43,9 +43,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::regions::{Kind, Phase, Regions};
-use super::{AccessCtx, Gate, GateCtx, MechBuild, Mechanism, MechanismParams, RegionRow};
+use super::{AccessCtx, Gate, GateCtx, MechBuild, Mechanism, MechanismParams, PeriodCtx, RegionRow};
 use crate::error::{Issues, Result};
-use crate::types::{AccessKind, Asid, TaskId};
+use crate::types::{AccessKind, Asid, CoreId, TaskId};
 use crate::units::{ByteSize, Span};
 
 /// One region of `regions`, or one range of `regioning.stack`.
@@ -95,6 +95,13 @@ pub struct RegioningParams {
     /// The domains each listed address space's regions may be mapped to
     /// (the source's partition and unfair policies; others: every domain).
     pub partition: Vec<Partition>,
+    /// Spec 2.5's idle-CPU rule: a task that waits for a busy domain while
+    /// a core it could otherwise run on idles through two consecutive
+    /// `idle_tick` points is released from its domain (its regions open
+    /// everywhere for it) until the next balancing pass.
+    pub idle_release: bool,
+    /// The points at which the rule looks (default 10 ms, Xen's tick).
+    pub idle_tick: Span,
 }
 
 /// One entry of `regioning.partition`.
@@ -120,6 +127,8 @@ impl Default for RegioningParams {
             min_access: 4096,
             max_access: None,
             partition: Vec::new(),
+            idle_release: true,
+            idle_tick: Span::millis(10.0),
         }
     }
 }
@@ -288,6 +297,8 @@ impl MechanismParams for RegionSchedulingParams {
                 regions: Regions::default(),
                 tasks: Vec::new(),
                 spaces: Vec::new(),
+                idle_tick: r.idle_release.then(|| ctx.cycles(&mut issues, &at("idle_tick"), r.idle_tick, 1)),
+                blocked: Vec::new(),
             }
         });
         issues.finish()?;
@@ -337,6 +348,8 @@ super::counters! {
         fallback_c2,
         /// ... because C3 failed: it overflows all the domains' caches.
         fallback_c3,
+        /// Tasks released from their domain by the idle-CPU rule.
+        idle_releases,
         /// Of those, the cycles of cache switches with shared page tables.
         switch_cycles,
         /// Cycles charged for micro-schedules, openings and regioning faults.
@@ -354,6 +367,9 @@ struct TaskClock {
     phase: Option<(u64, Phase)>,
     /// Released from its domain after its address space fell back.
     released: bool,
+    /// Released by the idle-CPU rule until the next balancing pass: its
+    /// touches of regions mapped elsewhere do not move it.
+    idle_free: bool,
 }
 
 /// An address space's regioning clock.
@@ -404,6 +420,9 @@ struct Regioning {
     regions: Regions,
     tasks: Vec<TaskClock>,
     spaces: Vec<SpaceClock>,
+    /// The idle-CPU rule's points, if it is on, and the tasks blocked at the last one.
+    idle_tick: Option<u64>,
+    blocked: Vec<TaskId>,
 }
 
 impl Regioning {
@@ -503,6 +522,7 @@ impl Regioning {
     /// regions torn down).
     fn end_phase(&mut self, asid: Asid, grown: Vec<u32>) -> (u64, u64, u64) {
         self.passes += 1;
+        self.tasks.iter_mut().for_each(|t| t.idle_free = false);
         let mut load = vec![0.0f64; self.sockets as usize];
         let mut unmapped = Vec::new();
         for (i, r) in self.regions.alive().filter(|(_, r)| r.kind == Kind::Regular) {
@@ -710,6 +730,9 @@ impl Mechanism for RegionScheduling {
             return Gate::Run { cycles: 0 };
         }
         let cache = region.cache;
+        if cache.is_some_and(|c| c != here) && reg.task(ctx.task).idle_free {
+            return Gate::Run { cycles: 0 };
+        }
         let gate = self.enforce(ctx.asid.0, cache, here);
         if let Some(reg) = self.regioning.as_mut() {
             reg.regions.regions[r as usize].cache.get_or_insert(here);
@@ -718,6 +741,31 @@ impl Mechanism for RegionScheduling {
             reg.regions.pages[p as usize].moves += moved as u32;
         }
         gate
+    }
+
+    fn period(&self) -> Option<u64> {
+        self.regioning.as_ref().and_then(|r| r.idle_tick)
+    }
+
+    /// Spec 2.5's idle-CPU rule: release the tasks blocked by their domain
+    /// at this point and the last.
+    fn on_period(&mut self, ctx: PeriodCtx<'_>) -> Result<Vec<(CoreId, u64)>> {
+        let Some(reg) = self.regioning.as_mut() else { return Ok(Vec::new()) };
+        let mut blocked = Vec::new();
+        for &(t, asid) in ctx.blocked {
+            if reg.space(asid).fell_back.is_some() {
+                continue; // released at its next touch anyway
+            }
+            if reg.blocked.contains(&t) {
+                reg.task(t).idle_free = true;
+                ctx.release.push(t);
+                self.stats.idle_releases += 1;
+            } else {
+                blocked.push(t);
+            }
+        }
+        reg.blocked = blocked;
+        Ok(Vec::new())
     }
 
     fn on_access(&mut self, ctx: AccessCtx<'_>) -> u32 {
@@ -825,6 +873,8 @@ mod tests {
             regions: Regions::default(),
             tasks: Vec::new(),
             spaces: Vec::new(),
+            idle_tick: None,
+            blocked: Vec::new(),
         }
     }
 

@@ -1,7 +1,7 @@
 """Experiments of the spec not built yet (issue 22 continues): memlat
 beside a SPEC program (E4), the programs' regions and access maps (E6),
-single-program unification (E7), the media server under consolidation
-(E8) and parallel-code isolation (E9). Their claims are listed so that the
+single-program unification (E7) and the media server under
+consolidation (E8). Their claims are listed so that the
 table shows what this version does not run yet.
 """
 
@@ -14,7 +14,6 @@ CLAIMS = (
     ("11", "namd gains 10% on Clovertown at up to 2,000 usched/s", "+10%"),
     ("12", "The media server's average response: 7.765 / 19.415 / 32.535 ms (about 40% better)", "40%"),
     ("13", "Up to 15% slowdown of sphinx as the media server's co-runner", "15%"),
-    ("14", "Isolating parallel code makes 8.39% fewer cache misses", "8.39%"),
     ("15", "Hardware execution migration could cut a micro-schedule to about 100 cycles", "~100 cycles"),
 )
 

@@ -44,8 +44,11 @@ def test_every_built_claim_is_measured_and_judged(quick):
     # E5 (loads) has no numbered claim: the source's result is a figure.
     assert set(df.part) == {p.name for p in PARTS} - {"loads"}
     built = df[df.part != "pending"]
-    assert list(built.id) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "14"]
-    assert built.verdict.isin(["holds", "partly", "does not hold"]).all(), built[["id", "verdict"]]
+    assert list(built.id) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "14"]
+    # sphinx3 and namd have no counterpart in the open suite.
+    judged = built[~built.id.isin(["10", "11"])]
+    assert judged.verdict.isin(["holds", "partly", "does not hold"]).all(), built[["id", "verdict"]]
+    assert (built[built.id.isin(["10", "11"])].verdict == claims_mod.NOT_COMPARABLE).all()
     short = built[built.verdict != "holds"]
     assert (short.difference.str.len() > 0).all() and (short.reason.str.len() > 0).all()
     assert (df[df.part == "pending"].verdict == claims_mod.NOT_RUN).all()
@@ -132,3 +135,15 @@ def test_isolation_changes_where_the_stream_runs_not_its_compulsory_misses(quick
     assert (spec.partition >= lines * spec.index).all() and (spec.credit > lines * spec.index).all()
     claims = claims_mod.Claims.read(quick[0] / "claims.csv").set_index("id")
     assert claims.loc["14", "verdict"] in ("holds", "partly", "does not hold")
+
+
+@pytest.mark.slow
+def test_a_program_that_falls_back_by_c2_costs_exactly_what_it_costs_under_credit(quick):
+    t = pd.read_csv(quick[0] / "programs.csv")
+    assert t.gain.to_numpy() == pytest.approx((t.credit / t.region).to_numpy())
+    fell = t[t.fell_back == "C2"]
+    assert len(fell) > 0
+    # It fell back at its first phase's end, before any move: its regioning
+    # faults cost nothing by default, so not a cycle more.
+    assert (fell.region == fell.credit).all() and (fell.usched == 0).all()
+    assert (fell[["regions_0", "regions_1"]] == 0).all().all()

@@ -12,9 +12,12 @@ Its parts (:data:`PARTS`), one module each, run in order:
   the domains, against Xen's credit scheduler and Linux's cache-aware
   balancing;
 - ``loads`` (E5, Fig. 18): the domains' loads over time in that balancing;
+- ``programs`` (E7, and E6's Fig. 20): the open suite's programs alone,
+  region scheduling against credit, with their regions per domain;
 - ``isolation`` (E9, section 5.5): a streaming parallel VM beside omnetpp
   VMs, the caches partitioned against the credit scheduler;
-- ``pending`` (E4, E6-E8): not built yet; their claims are listed.
+- ``pending`` (E4, E6's other figures, E8): not built yet; their claims
+  are listed.
 
 What they share (the machines, memlat, the micro-schedule's costs, the
 measures) is in :mod:`.common`. See docs/region-scheduling.md, "The study".
@@ -30,8 +33,9 @@ PARTS = (
     Part("overhead", "E2", "Overhead per micro-schedule rate", "cachesched.studies.region.overhead"),
     Part("balancing", "E3", "Balancing large and small memlats", "cachesched.studies.region.balancing"),
     Part("loads", "E5", "Cache loads over time", "cachesched.studies.region.loads"),
+    Part("programs", "E6, E7", "Single programs", "cachesched.studies.region.programs"),
     Part("isolation", "E9", "Isolating parallel code", "cachesched.studies.region.isolation"),
-    Part("pending", "E4, E6-E8", "Not built yet", "cachesched.studies.region.pending"),
+    Part("pending", "E4, E6, E8", "Not built yet", "cachesched.studies.region.pending"),
 )
 
 STUDY = Study(name="region", title="Region scheduling: the study", spec="region-scheduling.md", parts=PARTS,

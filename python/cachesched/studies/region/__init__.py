@@ -16,6 +16,8 @@ Its parts (:data:`PARTS`), one module each, run in order:
   region scheduling against credit, with their regions per domain;
 - ``isolation`` (E9, section 5.5): a streaming parallel VM beside omnetpp
   VMs, the caches partitioned against the credit scheduler;
+- ``projection`` (claim 15): E1's map with a 100-cycle micro-schedule, the
+  source's outlook for hardware execution migration;
 - ``pending`` (E4, E6's other figures, E8): not built yet; their claims
   are listed.
 
@@ -35,6 +37,7 @@ PARTS = (
     Part("loads", "E5", "Cache loads over time", "cachesched.studies.region.loads"),
     Part("programs", "E6, E7", "Single programs", "cachesched.studies.region.programs"),
     Part("isolation", "E9", "Isolating parallel code", "cachesched.studies.region.isolation"),
+    Part("projection", "outlook", "A 100-cycle micro-schedule", "cachesched.studies.region.projection"),
     Part("pending", "E4, E6, E8", "Not built yet", "cachesched.studies.region.pending"),
 )
 

@@ -14,6 +14,9 @@ to 2^18 (2^20 in the full study).
 
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -36,22 +39,30 @@ GRID = {
 }
 
 
+def grid(ctx) -> list[tuple[str, float, int, dict, Callable[..., list]]]:
+    """The map's cells: machine, S (MiB), log2 A, the memlat run without a
+    mechanism, and a function from (domains, usched cycles) to the
+    mechanism mapping its two regions there."""
+    out = []
+    for name, m in c.MACHINES.items():
+        for s_mib in GRID[ctx.size][name]:
+            S = int(s_mib * c.MiB) // 4096 * 4096
+            for a in GRID[ctx.size]["A"]:
+                warm, measured = c.run_length(S, 1 << a)
+                base = {"machine": {"preset": m["preset"], "tlb": False},
+                        "tasks": [{"workload": c.memlat(S, 1 << a, warm + measured)}],
+                        "scheduler": {"kind": "pinned"}, "run": {"warmup_accesses": warm}}
+                out.append((name, s_mib, a, base, functools.partial(c.region_map, S)))
+    return out
+
+
 def table(ctx) -> pd.DataFrame:
     simulate = c.simulator(ctx, "unification")
-    grid = GRID[ctx.size]
     cells, configs = [], []
-    for name, m in c.MACHINES.items():
-        for s_mib in grid[name]:
-            S = int(s_mib * c.MiB) // 4096 * 4096
-            for a in grid["A"]:
-                A = 1 << a
-                warm, measured = c.run_length(S, A)
-                base = {"machine": {"preset": m["preset"], "tlb": False},
-                        "tasks": [{"workload": c.memlat(S, A, warm + measured)}],
-                        "scheduler": {"kind": "pinned"}, "run": {"warmup_accesses": warm}}
-                cells.append((name, s_mib, a, m["ghz"]))
-                configs += [{**base, "mechanisms": c.region_map(S, (0, 0), m["usched"])},
-                            {**base, "mechanisms": c.region_map(S, (0, 1), m["usched"])}]
+    for name, s_mib, a, base, regions in grid(ctx):
+        usched = c.MACHINES[name]["usched"]
+        cells.append((name, s_mib, a, c.MACHINES[name]["ghz"]))
+        configs += [{**base, "mechanisms": regions((0, 0), usched)}, {**base, "mechanisms": regions((0, 1), usched)}]
     results = simulate(configs)
     rows = []
     for i, (name, s_mib, a, ghz) in enumerate(cells):

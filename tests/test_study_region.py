@@ -41,8 +41,9 @@ def test_every_built_claim_is_measured_and_judged(quick):
     out, stdout = quick
     assert (out / "index.html").exists() and "index.html" in stdout
     df = claims_mod.Claims.read(out / "claims.csv")
-    # E5 (loads) has no numbered claim: the source's result is a figure.
-    assert set(df.part) == {p.name for p in PARTS} - {"loads"}
+    # E4 (contention) and E5 (loads) have no numbered claim: the source
+    # gives a figure without numbers.
+    assert set(df.part) == {p.name for p in PARTS} - {"contention", "loads"}
     built = df[df.part != "pending"]
     assert list(built.id) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "14", "15"]
     # sphinx3 and namd have no counterpart in the open suite; 15 is a
@@ -110,6 +111,8 @@ def test_balancing_gains_are_the_credit_times_over_each_runs_and_the_loads_follo
     # sharing one with the other (credit), on both machines.
     apart = t[(t.run == "apart") & (t.task < 2)]
     assert (apart.gain > 1.2).all()
+    e4 = pd.read_csv(out / "contention.csv")
+    assert e4.gain.to_numpy() == pytest.approx((e4.credit / e4.region).to_numpy())
     # E5: both large memlats start on domain 0; at the end of the run one
     # large working set runs on each domain.
     loads = pd.read_csv(out / "loads.csv")

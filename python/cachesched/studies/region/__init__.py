@@ -11,6 +11,8 @@ Its parts (:data:`PARTS`), one module each, run in order:
 - ``balancing`` (E3, section 5.2): large and small memlats balanced over
   the domains, against Xen's credit scheduler and Linux's cache-aware
   balancing;
+- ``contention`` (E4, Fig. 17): a suite program beside two large memlats
+  and a small one, credit against region scheduling;
 - ``loads`` (E5, Fig. 18): the domains' loads over time in that balancing;
 - ``programs`` (E7, and E6's Fig. 20): the open suite's programs alone,
   region scheduling against credit, with their regions per domain;
@@ -18,7 +20,7 @@ Its parts (:data:`PARTS`), one module each, run in order:
   VMs, the caches partitioned against the credit scheduler;
 - ``projection`` (claim 15): E1's map with a 100-cycle micro-schedule, the
   source's outlook for hardware execution migration;
-- ``pending`` (E4, E6's other figures, E8): not built yet; their claims
+- ``pending`` (E6's other figures, E8): not built yet; their claims
   are listed.
 
 What they share (the machines, memlat, the micro-schedule's costs, the
@@ -34,11 +36,12 @@ PARTS = (
     Part("unification", "E1", "The cache-unification map", "cachesched.studies.region.unification"),
     Part("overhead", "E2", "Overhead per micro-schedule rate", "cachesched.studies.region.overhead"),
     Part("balancing", "E3", "Balancing large and small memlats", "cachesched.studies.region.balancing"),
+    Part("contention", "E4", "A program beside large memlats", "cachesched.studies.region.contention"),
     Part("loads", "E5", "Cache loads over time", "cachesched.studies.region.loads"),
     Part("programs", "E6, E7", "Single programs", "cachesched.studies.region.programs"),
     Part("isolation", "E9", "Isolating parallel code", "cachesched.studies.region.isolation"),
     Part("projection", "outlook", "A 100-cycle micro-schedule", "cachesched.studies.region.projection"),
-    Part("pending", "E4, E6, E8", "Not built yet", "cachesched.studies.region.pending"),
+    Part("pending", "E6, E8", "Not built yet", "cachesched.studies.region.pending"),
 )
 
 STUDY = Study(name="region", title="Region scheduling: the study", spec="region-scheduling.md", parts=PARTS,

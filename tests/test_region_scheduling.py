@@ -176,6 +176,9 @@ def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
     ({"stack": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 0}]}, "mechanisms[0].params.regioning.stack[0].cache"),
     ({"min_access": 0}, "mechanisms[0].params.regioning.min_access"),
     ({"max_access": 100}, "mechanisms[0].params.regioning.max_access"),
+    # The preferred (partitioned) address space must be one a task has.
+    ({"partition": [{"asid": 7, "caches": [0]}]}, "mechanisms[0].params.regioning.partition[0].asid"),
+    ({"partition": [{"asid": 0, "caches": [2]}]}, "mechanisms[0].params.regioning.partition[0].caches[0]"),
 ])
 def test_bad_regioning_names_the_key(regioning, key):
     with pytest.raises(ConfigError) as e:

@@ -34,7 +34,7 @@ fn machine() -> MachineParams {
 
 fn mechanism(params: Value, m: &MachineParams) -> Box<dyn Mechanism> {
     let p: PageMigrationParams = serde_json::from_value(params).expect("params");
-    p.build(&MechBuild { machine: m, loc: "mechanisms[0]".into() }).expect("builds")
+    p.build(&MechBuild { machine: m, asids: vec![0], loc: "mechanisms[0]".into() }).expect("builds")
 }
 
 fn new_machine(m: &MachineParams) -> Machine {
@@ -249,7 +249,7 @@ fn balancing(m: &MachineParams) -> Box<dyn Mechanism> {
         "copy_time": 7000, "tick": 100,
     }))
     .unwrap();
-    p.build(&MechBuild { machine: m, loc: "mechanisms[0]".into() }).unwrap()
+    p.build(&MechBuild { machine: m, asids: vec![0], loc: "mechanisms[0]".into() }).unwrap()
 }
 
 #[test]

@@ -192,7 +192,8 @@ impl ValidConfig {
 
     /// What mechanism `i` is built from.
     pub fn mech_build(&self, i: usize) -> MechBuild<'_> {
-        MechBuild { machine: &self.config.machine, loc: format!("mechanisms[{i}]") }
+        let asids: std::collections::BTreeSet<u32> = self.tasks.iter().map(|t| t.info.asid.0).collect();
+        MechBuild { machine: &self.config.machine, asids: asids.into_iter().collect(), loc: format!("mechanisms[{i}]") }
     }
 }
 

@@ -278,6 +278,8 @@ pub trait MechanismParams {
 pub struct MechBuild<'a> {
     /// The machine it will act on (validated).
     pub machine: &'a MachineParams,
+    /// The address spaces of the run's tasks, sorted, each once.
+    pub asids: Vec<u32>,
     /// Config path of the mechanism, e.g. `mechanisms[0]`.
     pub loc: String,
 }

@@ -277,6 +277,10 @@ impl MechanismParams for RegionSchedulingParams {
                         format!("cache domain {c} does not exist: the machine has {} (its sockets)", m.sockets),
                     );
                 }
+                if ctx.asids.binary_search(&p.asid).is_err() {
+                    let message = format!("no task has address space {} (the tasks' are {:?})", p.asid, ctx.asids);
+                    issues.push(at("asid"), "out_of_range", message);
+                }
                 if r.partition[..i].iter().any(|o| o.asid == p.asid) {
                     issues.push(at("asid"), "duplicate", format!("address space {} is partitioned twice", p.asid));
                 }

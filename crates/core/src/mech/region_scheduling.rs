@@ -326,7 +326,8 @@ super::counters! {
     pub struct Stats {
         /// Micro-schedules: tasks moved to the domain of the region they touched.
         usched,
-        /// Regions opened where they were first touched.
+        /// Regions opened where they were touched: an unmapped region at its
+        /// first touch, a seed at each touch from another domain than its last.
         opened,
         /// Regioning phases ended.
         phases,

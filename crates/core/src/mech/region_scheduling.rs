@@ -387,8 +387,9 @@ struct SpaceClock {
     next_scan: u64,
     /// The region torn down last.
     torn: Option<u32>,
-    /// References and micro-schedules since its last phase ended (C1).
-    accesses: u64,
+    /// Its references when its last phase ended, and its micro-schedules
+    /// since (C1).
+    judged_at: u64,
     usched: u64,
     /// The condition (1 to 3) that made it go back to ordinary scheduling.
     fell_back: Option<u8>,
@@ -468,7 +469,8 @@ impl Regioning {
             }
         }
         let space = self.space(asid);
-        let (accesses, usched) = (std::mem::take(&mut space.accesses), std::mem::take(&mut space.usched));
+        let accesses = space.references - std::mem::replace(&mut space.judged_at, space.references);
+        let usched = std::mem::take(&mut space.usched);
         let per = accesses.checked_div(usched);
         if per.is_some_and(|a| a < least || a >= most) {
             Some(1)
@@ -726,13 +728,8 @@ impl Mechanism for RegionScheduling {
             // A seed is no cache's (spec 2.4: only local regions schedule):
             // it opens where it is touched, and remembers it (its lines are
             // there when a phase merges it).
-            if region.cache != Some(here) {
-                region.cache = Some(here);
-                self.stats.opened += 1;
-                self.stats.cycles += self.open;
-                return Gate::Run { cycles: self.open };
-            }
-            return Gate::Run { cycles: 0 };
+            let before = region.cache.replace(here).filter(|&c| c == here);
+            return self.enforce(ctx.asid.0, before, here);
         }
         let cache = region.cache;
         if cache.is_some_and(|c| c != here) && reg.task(ctx.task).idle_free {
@@ -781,7 +778,6 @@ impl Mechanism for RegionScheduling {
         let space = reg.space(ctx.asid);
         space.time += spent;
         space.references += 1;
-        space.accesses += 1;
         let fell_back = space.fell_back.is_some();
         if space.time >= space.next_scan {
             space.next_scan = space.time - space.time % every + every;

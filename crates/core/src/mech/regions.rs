@@ -10,6 +10,8 @@
 //! region keeps the domain it is mapped to (`None`: not yet), and the page
 //! that founded it names it (the source's region ids are frame numbers).
 
+use std::collections::HashSet;
+
 use crate::mem::tlb;
 use crate::types::Asid;
 use crate::util::hash::U64Map;
@@ -97,6 +99,13 @@ pub(super) struct Regions {
     index: U64Map,
 }
 
+impl Region {
+    /// A region of page `p` alone (`vpn`, its founder), never moved by the balancer.
+    fn one_page(asid: Asid, p: u32, vpn: u64, kind: Kind, cache: Option<u32>, left_at: u64) -> Region {
+        Region { asid, founder: vpn, pages: vec![p], kind, cache, left_at, alive: true, moved: 0 }
+    }
+}
+
 impl Regions {
     /// The page `vpn` of `asid`, made a new seed region of kind `kind`
     /// (with `cache`) if it is new; its index.
@@ -108,16 +117,7 @@ impl Regions {
         let p = self.pages.len() as u32;
         let region = self.regions.len() as u32;
         self.pages.push(Page { vpn, region, accessed: false, history: 0, scans: 0, moves: 0 });
-        self.regions.push(Region {
-            asid,
-            founder: vpn,
-            pages: vec![p],
-            kind,
-            cache,
-            left_at: 0,
-            alive: true,
-            moved: 0,
-        });
+        self.regions.push(Region::one_page(asid, p, vpn, kind, cache, 0));
         self.index.insert(key, p as u64);
         p
     }
@@ -160,10 +160,8 @@ impl Regions {
         for &p in rest {
             let id = self.regions.len() as u32;
             self.pages[p as usize].region = id;
-            let founder = self.pages[p as usize].vpn;
-            let seed =
-                Region { asid, founder, pages: vec![p], kind: Kind::Seed, cache, left_at, alive: true, moved: 0 };
-            self.regions.push(seed);
+            let vpn = self.pages[p as usize].vpn;
+            self.regions.push(Region::one_page(asid, p, vpn, Kind::Seed, cache, left_at));
         }
     }
 
@@ -182,17 +180,7 @@ impl Regions {
         let id = self.regions.len() as u32;
         let vpn = self.pages[p as usize].vpn;
         self.pages[p as usize].region = id;
-        let seed = Region {
-            asid,
-            founder: vpn,
-            pages: vec![p],
-            kind: Kind::Seed,
-            cache: None,
-            left_at,
-            alive: true,
-            moved: 0,
-        };
-        self.regions.push(seed);
+        self.regions.push(Region::one_page(asid, p, vpn, Kind::Seed, None, left_at));
         id
     }
 
@@ -211,7 +199,7 @@ impl Regions {
             for &p in &region.pages {
                 let page = &mut self.pages[p as usize];
                 page.history = page.history << 1 | page.accessed as u32;
-                page.scans = page.scans.saturating_add(1).min(32);
+                page.scans = (page.scans + 1).min(32);
                 page.accessed = false;
             }
         }
@@ -237,7 +225,7 @@ pub(super) struct Phase {
     /// Merges made.
     pub(super) merges: u64,
     /// Regions this phase made out of seeds only (some since merged further).
-    fresh: Vec<u32>,
+    fresh: HashSet<u32>,
     /// Regions found before this phase that it grew (some since merged further).
     grown: Vec<u32>,
 }
@@ -285,10 +273,12 @@ impl Phase {
                 if above.len() > 1 {
                     match grew {
                         true => {
-                            self.fresh.retain(|&x| x != cur);
+                            self.fresh.remove(&cur);
                             self.grown.push(cur);
                         }
-                        false => self.fresh.push(cur),
+                        false => {
+                            self.fresh.insert(cur);
+                        }
                     }
                 }
             } else {

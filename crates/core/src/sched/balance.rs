@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{default_quantum, Move, SchedBuild, SchedCtx, Scheduler, Slice};
+use super::{default_quantum, Move, SchedBuild, SchedCtx, Scheduler, Slice, TaskState};
 use crate::error::{Error, Result};
 use crate::types::{Asid, CoreId, TaskId};
 use crate::units::{Budget, Span};
@@ -177,13 +177,13 @@ impl Balance {
     /// preferred LLC.
     fn aggregate(&self, ctx: &SchedCtx, loads: &mut [usize], taken: &mut HashSet<TaskId>) -> Vec<Move> {
         let mut moves = Vec::new();
-        for (&asid, _) in &self.occupancy {
+        for &asid in self.occupancy.keys() {
             let Some(llc) = self.preferred(asid) else { continue };
             let threads: Vec<TaskId> = (0..ctx.tasks.len() as u32)
                 .map(TaskId)
                 .filter(|t| {
                     let view = &ctx.tasks[t.0 as usize];
-                    view.spec.asid == asid && view.state != super::TaskState::Finished
+                    view.spec.asid == asid && view.state != TaskState::Finished
                 })
                 .collect();
             if threads.len() > ctx.topology.cores_per_socket as usize {
@@ -191,7 +191,7 @@ impl Balance {
             }
             for t in threads {
                 let at = match ctx.tasks[t.0 as usize].state {
-                    super::TaskState::Waiting(c) | super::TaskState::Running(c) => c,
+                    TaskState::Waiting(c) | TaskState::Running(c) => c,
                     _ => continue,
                 };
                 if ctx.topology.socket_of(at) == llc {

@@ -163,7 +163,7 @@ impl HypervisorParams {
         for (v, vcpu) in vcpus.iter().enumerate() {
             queues[vcpu.home.0 as usize].push_back(v);
         }
-        let credit = (self.policy == VcpuPolicy::Credit).then(|| Credit { tick, ticks: 0, weights });
+        let credit = (self.policy == VcpuPolicy::Credit).then_some(Credit { tick, ticks: 0, weights });
         Ok(Box::new(Hypervisor {
             slice,
             guest_quantum: self.guest_quantum.map(|q| ctx.positive(q, "guest_quantum")).transpose()?,

@@ -31,7 +31,6 @@ SIZES = {
     "clovertown": (4 * c.MiB, 16 << 10, {"quick": 1_500_000, "full": 4_000_000}),
     "westmere": (12 * c.MiB, 512 << 10, {"quick": 3_000_000, "full": 10_000_000}),
 }
-REGIONING = {"period": "5ms", "phase": "1ms", "scan_period": "1ms"}
 RUNS = ("credit", "cache-aware", "region", "apart")
 
 
@@ -39,18 +38,14 @@ def config(name: str, run: str, size: str) -> dict:
     """The run ``run`` of ``RUNS`` on machine ``name``."""
     m = c.MACHINES[name]
     large, small, n = SIZES[name]
-    tasks = []
-    for i, S in enumerate((large, large, small, small)):
-        w = {"kind": "latency", "params": {"regions": 1, "region_bytes": S, "accesses": n[size],
-                                           "base_addr": c.BASE + (i << 32)}}
-        tasks.append({"workload": w, "asid": i, "vm": i})
+    tasks = [{"workload": c.chase(S, n[size], i), "asid": i, "vm": i}
+             for i, S in enumerate((large, large, small, small))]
     doc = {"machine": {"preset": m["preset"], "tlb": False}, "tasks": tasks,
-              "scheduler": {"kind": "hypervisor", "params": {"policy": "credit"}}}
+           "scheduler": {"kind": "hypervisor", "params": {"policy": "credit"}}}
     if run == "cache-aware":
         doc["scheduler"] = {"kind": "balance", "params": {"cache_aware": True}}
     elif run == "region":
-        doc["mechanisms"] = [{"kind": "region-scheduling", "params": {
-            "usched_time": m["usched"], "regioning": REGIONING}}]
+        doc["mechanisms"] = c.regioned(name)
     elif run == "apart":
         per = cores_per_domain(name)
         cores = (0, per, 1, per + 1)  # a large and a small memlat on each domain

@@ -41,6 +41,25 @@ def memlat(S: int, A: int, accesses: int) -> dict:
                                           "accesses": accesses}}
 
 
+def chase(S: int, accesses: int, i: int) -> dict:
+    """memlat with one region of ``S`` bytes, the ``i``-th of a run (each
+    at its own addresses)."""
+    return {"kind": "latency", "params": {"regions": 1, "region_bytes": S, "accesses": accesses,
+                                          "base_addr": BASE + (i << 32)}}
+
+
+#: Regioning scaled to runs of tens of milliseconds: a phase of 1 ms every
+#: 5 ms, a scan every 1 ms (the source's 10 ms per 1 s, scans every 100 ms).
+SCALED = {"period": "5ms", "phase": "1ms", "scan_period": "1ms"}
+
+
+def regioned(machine: str, **regioning: Any) -> list[dict]:
+    """Region scheduling with regions found at run time (:data:`SCALED`,
+    with ``regioning`` added) and ``machine``'s micro-schedule cost."""
+    return [{"kind": "region-scheduling", "params": {"usched_time": MACHINES[machine]["usched"],
+                                                     "regioning": {**SCALED, **regioning}}}]
+
+
 def region_map(S: int, caches: tuple[int, int], usched: int) -> list[dict]:
     """The region-scheduling mechanism with memlat's two regions on ``caches``."""
     regions = [{"asid": 0, "start": BASE + i * S, "bytes": S, "cache": c} for i, c in enumerate(caches)]

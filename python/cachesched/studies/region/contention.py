@@ -19,21 +19,17 @@ from . import common as c
 CLAIMS = ()
 
 PROGRAMS = {"quick": ("omnetpp", "mcf"), "full": ("omnetpp", "mcf", "gcc", "h264ref")}
-REGIONING = {"period": "5ms", "phase": "1ms", "scan_period": "1ms"}
 
 
 def _config(trace: str, region: bool) -> dict:
-    def memlat(i: int, S: int) -> dict:
-        return {"kind": "latency", "params": {"regions": 1, "region_bytes": S, "accesses": 1_500_000,
-                                              "base_addr": c.BASE + (i << 32)}}
     program = {"kind": "trace", "params": {"path": str(trace)}}
-    workloads = [memlat(0, 4 * c.MiB), program, memlat(2, 4 * c.MiB), memlat(3, 16 << 10)]
+    workloads = [c.chase(4 * c.MiB, 1_500_000, 0), program, c.chase(4 * c.MiB, 1_500_000, 2),
+                 c.chase(16 << 10, 1_500_000, 3)]
     config = {"machine": {"preset": "region-clovertown", "tlb": False},
               "tasks": [{"workload": w, "vm": i, "asid": i} for i, w in enumerate(workloads)],
               "scheduler": {"kind": "hypervisor", "params": {"policy": "credit"}}}
     if region:
-        config["mechanisms"] = [{"kind": "region-scheduling", "params": {
-            "usched_time": c.MACHINES["clovertown"]["usched"], "regioning": REGIONING}}]
+        config["mechanisms"] = c.regioned("clovertown")
     return config
 
 

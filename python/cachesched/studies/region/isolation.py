@@ -31,7 +31,6 @@ LOADS = {"quick": [1, 2, 3], "full": [1, 2, 3, 4]}
 #: The open suite's trace size (the tiny omnetpp mostly hits its L1).
 SUITE = "small"
 PAR_BYTES = 16 * c.MiB
-REGIONING = {"period": "5ms", "phase": "1ms", "scan_period": "1ms", "fallback": False}
 
 
 def _config(trace: str, k: int, accesses: int, isolate: bool) -> dict:
@@ -48,9 +47,8 @@ def _config(trace: str, k: int, accesses: int, isolate: bool) -> dict:
               "scheduler": {"kind": "hypervisor", "params": {"policy": "credit", "vcpus": [1, 2] + [1] * (k - 1)}}}
     if isolate:
         partition = [{"asid": 1, "caches": [1]}] + [{"asid": a, "caches": [0]} for a in [0, *range(2, k + 1)]]
-        config["mechanisms"] = [{"kind": "region-scheduling", "params": {
-            "usched_time": c.MACHINES["clovertown"]["usched"],
-            "regioning": {**REGIONING, "partition": partition}}}]
+        # No fall-back: the partition is a policy, not a bet on unification.
+        config["mechanisms"] = c.regioned("clovertown", fallback=False, partition=partition)
     return config
 
 

@@ -31,8 +31,6 @@ CLAIMS = (
 #: Regions that fit one domain's cache, per machine (MiB).
 FITS = {"clovertown": 1, "westmere": 2}
 LOG2_A = [10, 12, 14, 16]
-#: The run-time regioning of the last row, scaled to these runs' length.
-REGIONING = {"period": "5ms", "phase": "1ms", "scan_period": "1ms"}
 
 
 def table(ctx) -> pd.DataFrame:
@@ -57,8 +55,7 @@ def table(ctx) -> pd.DataFrame:
                 "tasks": [{"workload": c.memlat(S, 1 << 16, warm + measured)}],
                 "scheduler": {"kind": "pinned"}, "run": {"warmup_accesses": warm}}
         cells += [(name, 16, "none", m["ghz"]), (name, 16, "regioning", m["ghz"])]
-        configs += [base, {**base, "mechanisms": [{"kind": "region-scheduling", "params": {
-            "usched_time": m["usched"], "regioning": REGIONING}}]}]
+        configs += [base, {**base, "mechanisms": c.regioned(name)}]
     results = simulate(configs)
     rows = []
     for (name, a, tables, ghz), r in zip(cells, results):

@@ -29,7 +29,6 @@ CLAIMS = (
 PROGRAMS = {"quick": ("mcf", "omnetpp", "gcc", "h264ref"),
             "full": ("mcf", "omnetpp", "gcc", "h264ref", "povray", "xalancbmk", "gobmk", "hmmer", "bzip2",
                      "sjeng", "perlbench", "sqlite")}
-REGIONING = {"period": "5ms", "phase": "1ms", "scan_period": "1ms"}
 
 
 def _config(name: str, trace: str, region: bool) -> dict:
@@ -38,8 +37,7 @@ def _config(name: str, trace: str, region: bool) -> dict:
               "tasks": [{"workload": {"kind": "trace", "params": {"path": str(trace)}}, "vm": 0}],
               "scheduler": {"kind": "hypervisor", "params": {"policy": "credit"}}}
     if region:
-        config["mechanisms"] = [{"kind": "region-scheduling", "params": {
-            "usched_time": m["usched"], "regioning": REGIONING}}]
+        config["mechanisms"] = c.regioned(name)
     return config
 
 

@@ -69,6 +69,32 @@ def test_results_tables_and_exports(tmp_path):
                                  "memory"}
 
 
+def test_a_server_s_requests_table_says_when_each_waited_and_ended(tmp_path):
+    # One core, no stalls: a request of 100 one-cycle references every
+    # 1,000 cycles beside a load that runs 300-instruction quanta. A request
+    # waits for the load's quantum to end (quanta end at 100 + 300 j), then
+    # runs 100 cycles.
+    flat = {"sockets": 1, "cores_per_socket": 1, "l1d": {"latency_cycles": 0}, "l2": False, "llc": False,
+            "tlb": False, "memory": {"latency_cycles": 0}}
+    server = {"workload": sweep(passes=1, lines=100), "requests": {"count": 5, "interval": 1000, "arrivals": "fixed"}}
+    load = {"workload": sweep(passes=1, lines=1000), "background": True}
+    r = cachesched.simulate({"machine": flat, "tasks": [server, load], "run": {"switch_cycles": 0},
+                             "scheduler": {"kind": "round-robin", "params": {"quantum": "300 instr"}}})
+    t, starts = 0, []
+    for k in range(5):
+        while t < 1000 * k:
+            t += 300
+        starts.append(t)
+        t += 100
+    req = r.requests
+    assert req.arrival.tolist() == [1000 * k for k in range(5)]
+    assert req.start.tolist() == starts and (req.end - req.start == 100).all()
+    assert (req.response == req.end - req.arrival).all() and (req.wait == req.start - req.arrival).all()
+    assert r.summary["cycles"] == starts[-1] + 100, "the load does not outlast the server"
+    out = r.save(tmp_path / "out")
+    assert pq.read_table(out / "requests.parquet").column("response").to_pylist() == req.response.tolist()
+
+
 def test_same_config_and_seed_give_identical_results():
     cfg = {"seed": 7, "workload": {"kind": "zipf", "params": {"working_set_bytes": "4MiB", "accesses": 50_000}}}
     a, b = cachesched.simulate(cfg), cachesched.simulate(cfg)

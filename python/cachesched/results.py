@@ -304,6 +304,15 @@ class Results:
                             columns=["asid", "region", "kind", "cache", "pages", "working_set"])
 
     @property
+    def requests(self) -> pd.DataFrame:
+        """With server tasks (``requests`` in ``[[tasks]]``): one row per
+        request that ended (``task``, ``request``, and ``arrival``,
+        ``start``, ``end`` in core cycles; ``response``: ``end - arrival``,
+        ``wait``: ``start - arrival``); see docs/config.md."""
+        df = pd.DataFrame(self._data.get("requests", []), columns=["task", "request", "arrival", "start", "end"])
+        return df.assign(response=df.end - df.arrival, wait=df.start - df.arrival)
+
+    @property
     def mechanisms(self) -> pd.DataFrame:
         """One row per mechanism of the run (``mechanisms`` in the config, in
         order): ``index``, ``kind`` and its counters, one column each (NaN
@@ -336,6 +345,8 @@ class Results:
             tables["mechanisms"] = self.mechanisms
         if self._data.get("regions"):
             tables["regions"] = self.regions
+        if self._data.get("requests"):
+            tables["requests"] = self.requests
         return tables
 
     def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821

@@ -267,6 +267,19 @@ pub struct TlbResult {
     pub stats: TlbStats,
 }
 
+/// One request of a server task (`[[tasks]] requests`), in core cycles:
+/// it arrived, its work began to run, its work ended. Its response time is
+/// `end - arrival`, of which `start - arrival` it waited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RequestRow {
+    pub task: u32,
+    /// Its index among the task's requests.
+    pub request: u64,
+    pub arrival: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
 /// One schedule of a task: from a switch-in to the next switch-out (a task
 /// that keeps its core for another slice stays in the same schedule).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -409,6 +422,10 @@ pub struct Results {
     /// left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<RegionRow>,
+    /// Per request of the server tasks that ended in the run, by task and
+    /// index (none: left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<RequestRow>,
 }
 
 /// The counters of one mechanism of the run.

@@ -234,7 +234,7 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
             None => Vec::new(),
         },
         (None, Some(entries)) => {
-            let shape = (config.machine.sockets, config.machine.cores_per_socket);
+            let shape = (config.machine.sockets, config.machine.cores_per_socket, config.machine.frequency_ghz);
             tasks::expand(entries, "tasks", shape, &mut issues)
         }
         (None, None) => {

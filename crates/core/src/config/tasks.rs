@@ -13,6 +13,7 @@ use crate::plugin::PluginConfig;
 use crate::sched::{TaskInfo, MAX_TASKS};
 use crate::trace::{kernels, ThreadIndex, WorkloadConfig};
 use crate::types::{Asid, CoreId};
+use crate::units::{Budget, Span};
 
 /// Address spaces the TLB keys can tell apart (the asid is packed in 12 bits).
 pub const MAX_ASIDS: u32 = 4096;
@@ -45,10 +46,56 @@ pub struct TaskParams {
     /// Stop the task after this many of its references (warm-up included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_accesses: Option<u64>,
+    /// A server: requests arrive over simulated time and each runs the
+    /// workload once, in arrival order; the task sleeps while none waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<RequestParams>,
+    /// A co-runner's load: the workload is replayed from its start
+    /// whenever it ends, and the run ends when every other task has.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 fn one() -> u32 {
     1
+}
+
+/// Most requests of one task (each leaves a row in the results).
+pub const MAX_REQUESTS: u64 = 1 << 22;
+
+/// `requests`: when a server task's requests arrive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestParams {
+    /// Requests in all.
+    pub count: u64,
+    /// The mean time between two arrivals (a time, or cycles).
+    pub interval: Span,
+    /// How the gaps are drawn.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+}
+
+/// The gaps between a server's arrivals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Exponential with the mean `interval` (a Poisson process, as
+    /// independent callers make), drawn from the task's own random stream;
+    /// the first after one gap.
+    #[default]
+    Poisson,
+    /// Exactly `interval` apart, the first at time 0.
+    Fixed,
+}
+
+/// A server task's requests, resolved against the clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestPlan {
+    pub count: u64,
+    /// Mean cycles between arrivals.
+    pub interval: f64,
+    pub arrivals: Arrivals,
 }
 
 /// How the copies of an entry are bound, one to a core (`bind`).
@@ -86,6 +133,10 @@ pub struct TaskSpec {
     /// Its copy index among the `count` copies of its entry: the thread of
     /// a multithreaded kernel.
     pub thread: ThreadIndex,
+    /// If it serves requests: when they arrive.
+    pub requests: Option<RequestPlan>,
+    /// It is a co-runner's load, replayed until the other tasks end.
+    pub background: bool,
 }
 
 /// The single task of a config with a `[workload]` table instead of tasks.
@@ -102,15 +153,18 @@ pub fn single(workload: WorkloadConfig) -> TaskSpec {
         workload,
         workload_loc: "workload".into(),
         thread: ThreadIndex::SINGLE,
+        requests: None,
+        background: false,
     }
 }
 
-/// Expand `[[tasks]]` entries found at `loc` for a machine of `cores` cores,
-/// recording every problem; each entry's workload gets its defaults filled in.
+/// Expand `[[tasks]]` entries found at `loc` for a machine of `sockets`
+/// sockets of `per_socket` cores at `frequency_ghz`, recording every
+/// problem; each entry's workload gets its defaults filled in.
 pub fn expand(
     entries: &mut [TaskParams],
     loc: &str,
-    (sockets, per_socket): (u32, u32),
+    (sockets, per_socket, frequency_ghz): (u32, u32, f64),
     issues: &mut Issues,
 ) -> Vec<TaskSpec> {
     let cores = sockets.saturating_mul(per_socket);
@@ -167,6 +221,13 @@ pub fn expand(
                 format!("{} copies bound one to a core, but the machine has {cores} core(s)", entry.count),
             );
         }
+        let requests = entry.requests.as_ref().and_then(|r| request_plan(r, &field("requests"), frequency_ghz, issues));
+        issues.check(
+            !(entry.background && entry.requests.is_some()),
+            field("background"),
+            "invalid_value",
+            "a task serves requests or is a background load, not both",
+        );
         let Some(workload) = issues.absorb(WorkloadConfig::parse(&entry.workload, &field("workload"))) else {
             continue;
         };
@@ -201,8 +262,41 @@ pub fn expand(
                 workload: workload.clone(),
                 workload_loc: field("workload"),
                 thread: ThreadIndex { index: copy, count: entry.count },
+                requests,
+                background: entry.background,
             });
         }
     }
+    if !out.is_empty() && out.iter().all(|t| t.background) {
+        issues.push(loc, "invalid_value", "every task is a background load: the run would never end");
+    }
     out
+}
+
+/// `requests` at `loc`, checked and resolved at `frequency_ghz`.
+fn request_plan(r: &RequestParams, loc: &str, frequency_ghz: f64, issues: &mut Issues) -> Option<RequestPlan> {
+    let field = |f: &str| join_path(loc, f);
+    issues.check(
+        (1..=MAX_REQUESTS).contains(&r.count),
+        field("count"),
+        "out_of_range",
+        format!("expected 1 to 2^22 requests, got {}", r.count),
+    );
+    let interval = match r.interval.resolve(frequency_ghz) {
+        Budget::Cycles(n) if n > 0 => Some(n as f64),
+        Budget::Cycles(_) => {
+            issues.push(
+                field("interval"),
+                "out_of_range",
+                format!("'{}' is no time at all: give a positive time", r.interval),
+            );
+            None
+        }
+        Budget::Instructions(_) => {
+            issues.push(field("interval"), "invalid_value", "arrivals are in time: give a time (\"5ms\") or cycles");
+            None
+        }
+    };
+    let plan = RequestPlan { count: r.count, interval: interval?, arrivals: r.arrivals };
+    (1..=MAX_REQUESTS).contains(&r.count).then_some(plan)
 }

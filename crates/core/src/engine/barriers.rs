@@ -54,24 +54,29 @@ impl Engine {
         let freed: Vec<TaskId> = self.groups[g].iter().copied().filter(|&t| free(self, t)).collect();
         let at = freed.iter().map(|t| self.tasks[t.0 as usize].arrived_at).fold(now, u64::max);
         for t in freed {
-            let ti = t.0 as usize;
-            self.tasks[ti].blocked = false;
-            self.tasks[ti].arrived_at = at;
-            let view = &mut self.views[ti];
-            view.last_ran = view.last_ran.max(at);
-            match view.state {
-                TaskState::Blocked => {
-                    let core = view.last_core.expect("a thread at a barrier has run");
-                    view.state = TaskState::Waiting(core);
-                    self.queues[core.0 as usize].push_back(t);
-                    self.generation += 1;
-                }
-                // Still on its core, which has not decided yet: it goes on
-                // there at `at` (its `arrived_at`).
-                _ => self.tasks[ti].resume = true,
-            }
+            self.unblock(t, at);
         }
         Ok(())
+    }
+
+    /// `t`, waiting at a barrier or asleep, goes on, not to run before `at`.
+    pub(super) fn unblock(&mut self, t: TaskId, at: u64) {
+        let ti = t.0 as usize;
+        self.tasks[ti].blocked = false;
+        self.tasks[ti].arrived_at = at;
+        let view = &mut self.views[ti];
+        view.last_ran = view.last_ran.max(at);
+        match view.state {
+            TaskState::Blocked => {
+                let core = view.last_core.expect("a blocked task has run");
+                view.state = TaskState::Waiting(core);
+                self.queues[core.0 as usize].push_back(t);
+                self.generation += 1;
+            }
+            // Still on its core, which has not decided yet: it goes on
+            // there at `at` (its `arrived_at`).
+            _ => self.tasks[ti].resume = true,
+        }
     }
 
     /// Whether `t` still runs or will (its stream has not ended).

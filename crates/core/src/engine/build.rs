@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
+use super::requests::Server;
 use super::{CoreRun, Engine, TaskRun, POOLED_TASKS};
 use crate::config::{footprint, ValidConfig};
 use crate::error::Result;
@@ -13,6 +14,7 @@ use crate::mem::machine::{Machine, Protocol};
 use crate::results::TaskSchedCounts;
 use crate::sched::{Scheduler, TaskView};
 use crate::trace::prefetch::Prefetched;
+use crate::trace::replay::Replay;
 use crate::trace::WorkloadCtx;
 use crate::types::{Access, TaskId};
 use crate::util::alloc;
@@ -65,17 +67,24 @@ impl Engine {
                 thread: spec.thread,
             };
             let mut workload = spec.workload.build(&ctx)?;
-            // A thread that meets barriers stays here: they do not travel
-            // through a producer's batches.
-            if own_threads && !workload.synchronizes() {
+            if spec.requests.is_some() || spec.background {
+                let passes = spec.requests.map(|r| r.count);
+                workload = Box::new(Replay::new(spec.workload.clone(), ctx, workload, passes));
+            }
+            // A thread that meets barriers, or a server, stays here: the
+            // barriers and the starts of requests do not travel through a
+            // producer's batches.
+            if own_threads && !workload.synchronizes() && spec.requests.is_none() {
                 workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
             }
             workloads.push(workload);
         }
         if pooled {
             let batch = 2 * run.batch as usize;
+            let stays =
+                |i: usize, w: &dyn crate::trace::Workload| w.synchronizes() || config.tasks[i].requests.is_some();
             let (synced, free): (Vec<_>, Vec<_>) =
-                workloads.into_iter().enumerate().partition(|(_, w)| w.synchronizes());
+                workloads.into_iter().enumerate().partition(|(i, w)| stays(*i, w.as_ref()));
             let (at, free): (Vec<usize>, Vec<_>) = free.into_iter().unzip();
             let pooled = Prefetched::pooled(free, host_cpus - 1, batch)?;
             let mut all: Vec<(usize, Box<dyn crate::trace::Workload>)> = synced;
@@ -121,6 +130,11 @@ impl Engine {
                 arrived_at: 0,
                 blocked: false,
                 resume: false,
+                begun: 0,
+                filled_at: 0,
+                cut: false,
+                server: spec.requests.map(|plan| Server::new(plan, seed, &format!("task{i}"))),
+                background: spec.background,
             });
         }
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();
@@ -148,7 +162,8 @@ impl Engine {
             && run.max_accesses.is_none()
             && config.config.stats.interval.is_none()
             && config.config.stats.window.is_none()
-            && groups.is_empty();
+            && groups.is_empty()
+            && config.tasks.iter().all(|t| t.requests.is_none());
         Ok(Engine {
             memory_limit: footprint::limit(&config.config),
             base_cpi: config.config.machine.base_cpi,
@@ -159,7 +174,7 @@ impl Engine {
             periods: (mechanisms.iter().enumerate())
                 .filter_map(|(i, m)| m.period().map(|p| (i, p.max(1), p.max(1))))
                 .collect(),
-            unfinished: config.tasks.len(),
+            unfinished: config.tasks.iter().filter(|t| !t.background).count(),
             measuring: config.config.run.warmup_accesses == 0,
             config,
             machine,
@@ -182,6 +197,8 @@ impl Engine {
             slices: Vec::new(),
             slice_marks: Vec::new(),
             groups,
+            timers: Default::default(),
+            requests: Vec::new(),
         })
     }
 }

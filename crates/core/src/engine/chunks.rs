@@ -51,6 +51,16 @@ pub(super) struct TaskRun {
     pub(super) blocked: bool,
     /// It was released before its core switched it out: it goes on.
     pub(super) resume: bool,
+    /// Requests the last fill began, not yet begun (a server's).
+    pub(super) begun: u64,
+    /// The core's clock at the last fill (a server's request before it ended then).
+    pub(super) filled_at: u64,
+    /// Its stream was cut short by its limit.
+    pub(super) cut: bool,
+    /// If it serves requests: their arrivals and the one in progress.
+    pub(super) server: Option<super::requests::Server>,
+    /// A co-runner's load: the run does not wait for it to end.
+    pub(super) background: bool,
 }
 
 /// What running a chunk needs of the run's settings.
@@ -74,9 +84,12 @@ impl TaskRun {
             self.len = self.workload.fill_vec(&mut self.buf)?;
             self.most_instrs = self.workload.most_instrs();
             self.arrived = self.workload.barriers();
+            self.begun = self.workload.requests();
+            self.filled_at = core.clock;
             self.pos = 0;
         }
         if limited || (self.len == 0 && self.arrived == 0) {
+            self.cut = limited;
             self.ended = true;
             core.pending = true;
             return Ok(false);
@@ -210,6 +223,12 @@ impl Engine {
         let crossed = std::mem::take(&mut self.tasks[ti].arrived);
         if crossed > 0 && self.arrive(c, task, crossed)? {
             return Ok(());
+        }
+        if std::mem::take(&mut self.tasks[ti].begun) > 0 && self.begin_request(c, task)? {
+            return Ok(());
+        }
+        if self.tasks[ti].server.is_some() {
+            self.run_request(task, self.cores[c].clock);
         }
         if self.tasks[ti].pos == self.tasks[ti].len {
             // Its last fill was empty after barriers: the next one ends it.

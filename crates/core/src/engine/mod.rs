@@ -31,11 +31,13 @@ mod barriers;
 mod build;
 mod chunks;
 mod planner;
+mod requests;
 mod rows;
 
 use chunks::{StepCtx, TaskRun};
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -45,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventRecord, Locality, Timing};
 use crate::mech::{EventCtx, Mechanism, PeriodCtx};
 use crate::mem::machine::Machine;
-use crate::results::{CoreTotals, IntervalRow, Results, SliceRow, WindowRow};
+use crate::results::{CoreTotals, IntervalRow, RequestRow, Results, SliceRow, WindowRow};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
 use crate::types::{Asid, CoreId, TaskId};
 
@@ -157,6 +159,10 @@ pub struct Engine {
     slice_marks: Vec<(usize, usize, usize)>,
     /// The threads of each process whose threads meet at barriers.
     groups: Vec<Vec<TaskId>>,
+    /// Sleeping servers, by when their next request arrives.
+    timers: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The requests that ended.
+    requests: Vec<RequestRow>,
 }
 
 impl Engine {
@@ -210,6 +216,8 @@ impl Engine {
             let c = self.lowest();
             if let Some(p) = self.periods.iter().position(|&(_, at, _)| self.cores[c].clock >= at) {
                 self.period(p)?;
+            } else if self.next_wake().is_some_and(|t| self.cores[c].clock >= t) {
+                self.wake()?;
             } else if self.next_tick.is_some_and(|t| self.cores[c].clock >= t) {
                 self.tick()?;
             } else if self.needs_decision(c) {
@@ -554,7 +562,8 @@ impl Engine {
             } else if self.tasks[ti].ended {
                 self.switch_out(c, t)?;
                 self.views[ti].state = TaskState::Finished;
-                self.unfinished -= 1;
+                self.unfinished -= !self.tasks[ti].background as usize;
+                self.end_requests(t);
                 self.close_rows(t, c);
                 self.ask(now, |s, ctx| s.finished(ctx, t))?;
                 // The threads waiting for it at a barrier wait no more.
@@ -682,7 +691,7 @@ impl Engine {
         let busy = (0..self.cores.len())
             .filter(|&d| d != c && (self.running[d].is_some() || self.needs_decision(d)))
             .map(|d| self.cores[d].clock);
-        let Some(target) = busy.chain(self.next_tick).min() else {
+        let Some(target) = busy.chain(self.next_tick).chain(self.next_wake()).min() else {
             let mut waiting: Vec<String> = self.queues.iter().flatten().map(|t| t.to_string()).collect();
             let blocked = (0..self.tasks.len()).filter(|&t| self.tasks[t].blocked);
             waiting.extend(blocked.map(|t| format!("{} (at barrier {})", TaskId(t as u32), self.tasks[t].crossed)));

@@ -142,6 +142,7 @@ impl Engine {
         // the batch size; their order in the results must not.
         self.intervals.sort_by_key(|r| (r.task, r.index));
         self.windows.sort_by_key(|r| (r.task, r.start));
+        self.requests.sort_by_key(|r| (r.task, r.request));
         Results {
             version: env!("CARGO_PKG_VERSION"),
             config: self.config.to_json(),
@@ -180,6 +181,7 @@ impl Engine {
             traffic: m.traffic().map_or_else(Vec::new, <[_]>::to_vec),
             pages: if self.config.config.stats.pages { m.sampled_pages() } else { Vec::new() },
             regions: self.mechanisms.iter().flat_map(|mech| mech.regions()).collect(),
+            requests: std::mem::take(&mut self.requests),
             mechanisms: (self.mechanisms.iter_mut().enumerate())
                 .map(|(i, mech)| MechanismResult {
                     index: i as u32,

@@ -14,6 +14,7 @@ pub mod lines;
 pub mod mrc;
 pub mod native;
 pub mod prefetch;
+pub mod replay;
 pub mod reuse;
 pub mod synthetic;
 
@@ -65,6 +66,13 @@ pub trait Workload: Send {
     /// report barriers: the thread waits at them, and the next fill ends
     /// the stream.
     fn barriers(&self) -> u64 {
+        0
+    }
+
+    /// Requests begun at the first access of the last fill (0 or 1): a
+    /// request-driven task's stream ([`replay::Replay`]) begins each
+    /// request's work with a fill of its own.
+    fn requests(&self) -> u64 {
         0
     }
 }

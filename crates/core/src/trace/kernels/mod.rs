@@ -955,9 +955,11 @@ mod tests {
             affinity: None,
             bind: None,
             max_accesses: None,
+            requests: None,
+            background: false,
         }];
         let mut issues = Issues::default();
-        let specs = expand(&mut entries, "tasks", (1, 8), &mut issues);
+        let specs = expand(&mut entries, "tasks", (1, 8, 3.0), &mut issues);
         match issues.finish() {
             Ok(()) => {
                 // Copies are the threads, in order.

@@ -40,6 +40,35 @@ def test_inputs_are_the_same_bytes_for_a_seed(tmp_path):
     assert digest(tmp_path / "m1.txt") == first
 
 
+def test_the_g711_encoder_is_the_reference_encoder_on_every_sample():
+    import struct
+    import warnings
+
+    with warnings.catch_warnings():  # deprecated in 3.11-3.12; audioop-lts from 3.13
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import audioop
+    samples = range(-32768, 32768)
+    reference = audioop.lin2ulaw(struct.pack(f"<{len(samples)}h", *samples), 2)
+    assert bytes(inputs.ulaw(s) for s in samples) == reference
+
+
+def test_sox_decodes_the_generated_call_back_to_its_samples(tmp_path):
+    # sox's own G.711 decoder: each sample back to within its mu-law step
+    # (the step grows with the magnitude: 2^(segment + 3), at most 1,024).
+    import struct
+
+    inputs.g711_call(tmp_path / "call.ul", 0.5, seed=3)
+    subprocess.run(["sox", "-t", "ul", "-r", "8000", "-c", "1", "call.ul", "-t", "s16", "call.raw"],
+                   cwd=tmp_path, check=True)
+    raw = (tmp_path / "call.raw").read_bytes()
+    decoded = struct.unpack(f"<{len(raw) // 2}h", raw)
+    original = inputs.voice(0.5, seed=3)
+    assert len(decoded) == len(original) == 4000
+    for a, b in zip(original, decoded):
+        assert abs(a - b) <= max(8, abs(a) // 16 + 8), (a, b)
+    assert max(abs(a) for a in original) > 4000, "talk spurts, not only noise"
+
+
 def test_unknown_program_and_size_are_named(tmp_path):
     with pytest.raises(ValueError, match="unknown suite program 'spec'"):
         suite.prepare("spec", "small", tmp_path)

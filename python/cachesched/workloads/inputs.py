@@ -225,3 +225,54 @@ DELETE FROM orders WHERE amount < 50;
 SELECT count(*), sum(amount) FROM orders;
 """)
     return f"SQL on an in-memory database: {rows:,} orders of {rows // 10:,} customers, joins, grouping, updates"
+
+
+#: G.711's sampling rate.
+G711_RATE = 8000
+
+
+def voice(seconds: float, seed: int = 1) -> list[int]:
+    """16-bit samples at 8 kHz shaped like a telephone call: talk spurts
+    (a pitch between 90 and 250 Hz and two formants, a syllable envelope)
+    and pauses with line noise."""
+    import math
+
+    rng = random.Random(seed)
+    out: list[int] = []
+    n = int(seconds * G711_RATE)
+    while len(out) < n:
+        length = int(rng.uniform(0.3, 1.2) * G711_RATE)
+        if rng.random() < 0.35:  # a pause
+            out += [int(rng.gauss(0, 40)) for _ in range(length)]
+            continue
+        pitch, f1, f2 = rng.uniform(90, 250), rng.uniform(300, 900), rng.uniform(900, 2500)
+        syllable = rng.uniform(3, 6)
+        for i in range(length):
+            t = i / G711_RATE
+            envelope = 0.5 - 0.5 * math.cos(2 * math.pi * syllable * t)
+            wave = (math.sin(2 * math.pi * pitch * t) + 0.5 * math.sin(2 * math.pi * f1 * t)
+                    + 0.25 * math.sin(2 * math.pi * f2 * t))
+            out.append(int(9000 * envelope * wave + rng.gauss(0, 40)))
+    return out[:n]
+
+
+def ulaw(sample: int) -> int:
+    """A 16-bit sample in G.711 mu-law, as the ITU's reference code (Sun's
+    g711.c) encodes it: 14 bits, negative values rounded away from zero,
+    bias 33, clip 8159, a 3-bit segment and a 4-bit mantissa, bits
+    inverted."""
+    value, mask = sample >> 2, 0xFF
+    if value < 0:
+        value, mask = -value, 0x7F
+    value = min(value, 8159) + 33
+    segment = max(0, value.bit_length() - 6)
+    if segment > 7:  # the clipped top: the largest code
+        return 0x7F ^ mask
+    return ((segment << 4) | ((value >> (segment + 1)) & 0x0F)) ^ mask
+
+
+def g711_call(path: Path, seconds: float, seed: int = 1) -> str:
+    """A call's audio as raw G.711 mu-law at 8 kHz (what an RTP stream of
+    PCMU carries)."""
+    path.write_bytes(bytes(ulaw(s) for s in voice(seconds, seed)))
+    return f"{seconds:g} s of a generated call (talk spurts and pauses) in G.711 mu-law, 8 kHz"

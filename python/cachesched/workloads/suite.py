@@ -53,6 +53,9 @@ class Program:
     limit: dict[str, int | None] = field(
         default_factory=lambda: {"tiny": None, "small": 2_000_000, "full": 30_000_000})
     note: str = ""
+    # The work of one request of a server (a task with ``requests``), not a
+    # batch program: studies' batch mixes (``BATCH``) leave it out.
+    serves: bool = False
 
     def executable(self, work: Path) -> str | None:
         """Path of the program's binary, or None if it is not installed."""
@@ -147,6 +150,13 @@ def _eventsim(work: Path, size: str) -> Run:
                f"{stations:,} queueing stations, {events:,} events")
 
 
+def _sox(work: Path, size: str) -> Run:
+    seconds = _by_size(size, 1, 8, tiny=0.25)
+    what = inputs.g711_call(work / "call.ul", seconds)
+    return Run(["sox", "-t", "ul", "-r", str(inputs.G711_RATE), "-c", "1", "call.ul", "-t", "al", "call.al"],
+               what + "; sox transcoding it to G.711 A-law")
+
+
 PROGRAMS: dict[str, Program] = {p.name: p for p in [
     Program("perlbench", "400.perlbench", "perl", "perl", _perl, _skip(5, 50)),
     Program("bzip2", "401.bzip2", "bzip2", "bzip2", _bzip2, _skip(1, 20)),
@@ -162,7 +172,14 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
     Program("xalancbmk", "483.xalancbmk", "xalan", "xalan", _xalan, _skip(5, 30)),
     Program("povray", "453.povray", "povray", "povray", _povray, _skip(5, 30)),
     Program("sqlite", "(database)", "sqlite3", "sqlite3", _sqlite, _skip(2, 20)),
+    # Its start-up (dynamic linking, about 1.0 M instructions) is skipped:
+    # a media server transcodes calls in a process that is already running.
+    Program("sox", "(media server: a call's G.711 transcoding)", "sox", "sox", _sox,
+            {"tiny": 0, "small": 1_000_000, "full": 1_000_000}, {"tiny": None, "small": None, "full": None},
+            note="the per-request work of the region study's media server (E8)", serves=True),
 ]}
+#: The batch programs (the SPEC stand-ins and sqlite).
+BATCH = tuple(n for n, p in PROGRAMS.items() if not p.serves)
 
 
 def cache_dir(size: str) -> Path:

@@ -214,11 +214,11 @@ class Setup:
 
 def setup(ctx: Any) -> Setup:
     """The run's :class:`Setup`: ``--programs`` or the study's choice (four
-    programs quick, the whole suite full), their traces recorded on first use."""
+    programs quick, the suite's batch programs full), their traces recorded on first use."""
     if "ets" not in ctx.state:
         from ...workloads import suite
 
-        programs = ctx.options.get("programs") or (QUICK_PROGRAMS if ctx.quick else suite.PROGRAMS)
+        programs = ctx.options.get("programs") or (QUICK_PROGRAMS if ctx.quick else suite.BATCH)
         ctx.state["ets"] = Setup(tuple(programs), QUICK if ctx.quick else FULL, runs.traces(ctx, programs))
     return ctx.state["ets"]
 

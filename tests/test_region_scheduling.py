@@ -175,6 +175,8 @@ def test_regioning_merges_nothing_a_task_does_not_come_back_to_soon():
     ({"phase": 0}, "mechanisms[0].params.regioning.phase"),
     ({"stack": [{"asid": 0, "start": BASE, "bytes": MiB, "cache": 0}]}, "mechanisms[0].params.regioning.stack[0].cache"),
     ({"min_access": 0}, "mechanisms[0].params.regioning.min_access"),
+    ({"history_bits": 65}, "mechanisms[0].params.regioning.history_bits"),
+    ({"history_bits": 0}, "mechanisms[0].params.regioning.history_bits"),
     ({"max_access": 100}, "mechanisms[0].params.regioning.max_access"),
     # The preferred (partitioned) address space must be one a task has.
     ({"partition": [{"asid": 7, "caches": [0]}]}, "mechanisms[0].params.regioning.partition[0].asid"),
@@ -396,3 +398,40 @@ def test_bad_partitions_name_the_key():
                                  "mechanisms": [{"kind": "region-scheduling",
                                                  "params": {"regioning": {"partition": partition}}}]})
         assert f"mechanisms[0].params.{key}" in str(e.value)
+
+
+def test_each_scan_records_the_pages_touched_since_the_last():
+    # No stalls and an instruction per reference: the address space's
+    # virtual time is its reference count, so scan k (every 1,000 cycles)
+    # sees the pages of references 1,000 (k - 1) + 1 to 1,000 k.
+    flat = {"sockets": 1, "cores_per_socket": 1, "l1d": {"latency_cycles": 0}, "l2": False, "llc": False,
+            "tlb": False, "memory": {"latency_cycles": 0}}
+    w = {"kind": "stream", "params": {"working_set_bytes": 40 * 4096, "stride_bytes": 512, "accesses": 12_000,
+                                      "instructions_per_access": 1, "base_addr": BASE}}
+    r = cachesched.simulate({"machine": flat, "tasks": [{"workload": w}], "scheduler": {"kind": "pinned"},
+                             "mechanisms": [{"kind": "region-scheduling", "params": {"regioning": {
+                                 "period": 5000, "phase": 2500, "scan_period": 1000, "fallback": False,
+                                 "series": True}}}]})
+    s = r.series
+    assert (s.mechanism == 0).all() and (s.asid == 0).all()
+    seen = s[s.name == "accessed"].groupby("time").key.apply(set)
+    pages = [(BASE + (i * 512) % (40 * 4096)) // 4096 for i in range(12_000)]
+    expected = {1000 * k: set(pages[1000 * (k - 1):1000 * k]) for k in range(1, 13)}
+    assert seen.to_dict() == expected
+    # One loads row per scan and domain; the one phase that ended (5,000 to
+    # 7,500 cycles of CPU time; the next ends after the run) is recorded.
+    assert list(s[s.name == "load"].time) == list(expected)
+    phase = s[s.name.isin(["merges", "teardowns", "regions", "seeds", "global_pages"])]
+    assert len(phase) == 5 and set(phase.time) == {7500}
+    c = counters(r)
+    assert phase.set_index("name").value["merges"] == c["merges"]
+
+
+def test_the_phase_series_adds_up_to_the_counters_and_the_regions():
+    r = regioned_memlat(3 * MiB, 65536, series=True)
+    s, c = r.series, counters(r)
+    by = lambda name: s[s.name == name]
+    assert len(by("merges")) == c["phases"] and by("merges").value.sum() == c["merges"]
+    assert by("teardowns").value.sum() == c["teardowns"] and by("mapped").value.sum() == c["mapped"]
+    # Without history, nothing is recorded.
+    assert regioned_memlat(3 * MiB, 65536).series.empty

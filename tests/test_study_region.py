@@ -41,9 +41,10 @@ def test_every_built_claim_is_measured_and_judged(quick):
     out, stdout = quick
     assert (out / "index.html").exists() and "index.html" in stdout
     df = claims_mod.Claims.read(out / "claims.csv")
-    # E4 (contention) and E5 (loads) have no numbered claim: the source
-    # gives a figure without numbers; E6's other figures are not built.
-    assert set(df.part) == {p.name for p in PARTS} - {"contention", "loads", "pending"}
+    # E4 (contention), E5 (loads) and E6 (discovery) have no numbered
+    # claim: the source gives figures without numbers; E6's Fig. 14 is
+    # not built.
+    assert set(df.part) == {p.name for p in PARTS} - {"contention", "loads", "discovery", "pending"}
     built = df
     assert list(built.id) == [str(i) for i in range(1, 16)]
     # sphinx3 and namd have no counterpart in the open suite; 15 is a
@@ -203,3 +204,19 @@ def test_the_media_servers_claims_come_from_its_table(quick):
     m = t.set_index("run")
     mcf = 1 - m.loc["region", "mcf_ipc"] / m.loc["credit", "mcf_ipc"]
     assert f"mcf {100 * -mcf:.1f}%" in claims.loc["13", "measured"]
+
+
+@pytest.mark.slow
+def test_region_discovery_finds_one_stable_region_and_one_per_place_of_a_moving_working_set(quick):
+    t = pd.read_csv(quick[0] / "discovery.csv").set_index("workload")
+    # Uniform over 6 MiB: a page comes back after 1,536 references on
+    # average, well within the merge distance (4,096): all merge, early.
+    stable = t.loc["stable"]
+    assert stable.regions == 1 and stable.seeds == 0 and stable.stability > 0.99
+    assert stable.merges_first_half > 0 and stable.merges_second_half == 0
+    # Six places of 1.5 MiB visited in turn: a region each, found as the
+    # working set reaches it.
+    dynamic = t.loc["dynamic"]
+    assert dynamic.regions == 6 and dynamic.stability < 0.9
+    assert dynamic.merges_second_half < dynamic.merges_first_half
+    assert set(t.index) >= {"mcf", "omnetpp", "gcc", "h264ref"}

@@ -304,6 +304,16 @@ class Results:
                             columns=["asid", "region", "kind", "cache", "pages", "working_set"])
 
     @property
+    def series(self) -> pd.DataFrame:
+        """The mechanisms' time series: one row per point (``mechanism``:
+        its position in ``mechanisms``, ``asid``, ``time`` on the
+        mechanism's clock, ``name``, ``key``: what of, ``value``). Region
+        scheduling with ``regioning.series`` records its phases and scans
+        (docs/region-scheduling.md, "Time series")."""
+        return pd.DataFrame(self._data.get("series", []),
+                            columns=["mechanism", "asid", "time", "name", "key", "value"])
+
+    @property
     def requests(self) -> pd.DataFrame:
         """With server tasks (``requests`` in ``[[tasks]]``): one row per
         request that ended (``task``, ``request``, and ``arrival``,
@@ -347,6 +357,8 @@ class Results:
             tables["regions"] = self.regions
         if self._data.get("requests"):
             tables["requests"] = self.requests
+        if self._data.get("series"):
+            tables["series"] = self.series
         return tables
 
     def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821

@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 
 use crate::counters::{Counts, Level, Mpki, NodeStats, PerLevel, TaskStats};
 use crate::events::{EventRecord, Locality, Timing};
-use crate::mech::RegionRow;
+use crate::mech::{RegionRow, SeriesRow};
 use crate::mem::cache::CacheStats;
 use crate::mem::machine::{SampledPage, Traffic};
 use crate::mem::tlb::TlbStats;
@@ -422,6 +422,9 @@ pub struct Results {
     /// left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<RegionRow>,
+    /// The mechanisms' time series (none: left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesRow>,
     /// Per request of the server tasks that ended in the run, by task and
     /// index (none: left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]

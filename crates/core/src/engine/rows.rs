@@ -5,6 +5,7 @@
 use super::{Engine, Mark, Window};
 use crate::counters::Counts;
 use crate::events::{Locality, Timing};
+use crate::mech::SeriesRow;
 use crate::results::{
     CacheResult, CoreResult, CoreTotals, Host, IntervalRow, MechanismResult, Results, Summary, TaskResult,
     TaskSchedCounts, TlbResult, WindowRow,
@@ -182,6 +183,11 @@ impl Engine {
             pages: if self.config.config.stats.pages { m.sampled_pages() } else { Vec::new() },
             regions: self.mechanisms.iter().flat_map(|mech| mech.regions()).collect(),
             requests: std::mem::take(&mut self.requests),
+            series: (self.mechanisms.iter_mut().enumerate())
+                .flat_map(|(i, mech)| {
+                    mech.series().into_iter().map(move |row| SeriesRow { mechanism: i as u32, ..row })
+                })
+                .collect(),
             mechanisms: (self.mechanisms.iter_mut().enumerate())
                 .map(|(i, mech)| MechanismResult {
                     index: i as u32,

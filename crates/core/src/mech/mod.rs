@@ -203,6 +203,13 @@ pub trait Mechanism: Send {
         Vec::new()
     }
 
+    /// Its time series, taken at the end of the run (the results' `series`
+    /// table, rows of every mechanism in order; `mechanism` is set by the
+    /// engine).
+    fn series(&mut self) -> Vec<SeriesRow> {
+        Vec::new()
+    }
+
     /// Warm-up is over: forget every counter (the mechanism's state, such
     /// as saved entries or predictor history, stays).
     fn reset_stats(&mut self) {}
@@ -230,6 +237,23 @@ pub struct RegionRow {
     pub pages: u64,
     /// Its working-set estimate in pages (spec 2.7; none for a given range).
     pub working_set: Option<f64>,
+}
+
+/// One point of a mechanism's time series ([`Mechanism::series`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesRow {
+    /// The mechanism's position in `mechanisms`.
+    pub mechanism: u32,
+    /// The address space it is of.
+    pub asid: u32,
+    /// When, on the mechanism's clock (region scheduling: the address
+    /// space's virtual time, the cycles of its tasks' references).
+    pub time: u64,
+    /// What is measured (the mechanism's docs list its names).
+    pub name: &'static str,
+    /// What of: a cache domain, a page; 0 for the address space itself.
+    pub key: u64,
+    pub value: f64,
 }
 
 /// A point inside a slice, asked for by [`Mechanism::mark`].

@@ -43,7 +43,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::regions::{Kind, Phase, Regions};
-use super::{AccessCtx, Gate, GateCtx, MechBuild, Mechanism, MechanismParams, PeriodCtx, RegionRow};
+use super::{AccessCtx, Gate, GateCtx, MechBuild, Mechanism, MechanismParams, PeriodCtx, RegionRow, SeriesRow};
 use crate::error::{Issues, Result};
 use crate::types::{AccessKind, Asid, CoreId, TaskId};
 use crate::units::{ByteSize, Span};
@@ -102,6 +102,13 @@ pub struct RegioningParams {
     pub idle_release: bool,
     /// The points at which the rule looks (default 10 ms, Xen's tick).
     pub idle_tick: Span,
+    /// Scans a page's accessed-bit history keeps (default 32, the
+    /// source's; 1 to 64); the working-set formula counts its ones as a
+    /// share of 32.
+    pub history_bits: u32,
+    /// Record the regioning's time series (`Results.series`): each phase's
+    /// end and each scan's accessed pages and domain loads.
+    pub series: bool,
 }
 
 /// One entry of `regioning.partition`.
@@ -129,6 +136,8 @@ impl Default for RegioningParams {
             partition: Vec::new(),
             idle_release: true,
             idle_tick: Span::millis(10.0),
+            history_bits: 32,
+            series: false,
         }
     }
 }
@@ -258,6 +267,12 @@ impl MechanismParams for RegionSchedulingParams {
                 "merge_distance must be at least 1",
             );
             issues.check(r.min_access >= 1, ctx.at(&at("min_access")), "out_of_range", "min_access must be at least 1");
+            issues.check(
+                (1..=64).contains(&r.history_bits),
+                ctx.at(&at("history_bits")),
+                "out_of_range",
+                format!("a history keeps 1 to 64 scans, got {}", r.history_bits),
+            );
             if let Some(most) = r.max_access {
                 issues.check(
                     most > r.min_access,
@@ -298,11 +313,12 @@ impl MechanismParams for RegionSchedulingParams {
                 scan: ctx.cycles(&mut issues, &at("scan_period"), r.scan_period, 1),
                 touch: ctx.cycles(&mut issues, &at("touch_time"), r.touch_time, 0),
                 stack,
-                regions: Regions::default(),
+                regions: Regions::with_width(r.history_bits.clamp(1, 64) as u8),
                 tasks: Vec::new(),
                 spaces: Vec::new(),
                 idle_tick: r.idle_release.then(|| ctx.cycles(&mut issues, &at("idle_tick"), r.idle_tick, 1)),
                 blocked: Vec::new(),
+                history: r.series.then(Vec::new),
             }
         });
         issues.finish()?;
@@ -429,6 +445,8 @@ struct Regioning {
     /// The idle-CPU rule's points, if it is on, and the tasks blocked at the last one.
     idle_tick: Option<u64>,
     blocked: Vec<TaskId>,
+    /// The time series, if recorded (`series`).
+    history: Option<Vec<SeriesRow>>,
 }
 
 impl Regioning {
@@ -446,6 +464,63 @@ impl Regioning {
             self.spaces.resize_with(i + 1, || SpaceClock { next_scan: self.scan, ..SpaceClock::default() });
         }
         &mut self.spaces[i]
+    }
+
+    /// Record `value` of `name` (of `key`) for `asid` at its virtual time.
+    fn record(&mut self, asid: Asid, name: &'static str, key: u64, value: f64) {
+        let time = self.space(asid).time;
+        if let Some(h) = &mut self.history {
+            h.push(SeriesRow { mechanism: 0, asid: asid.0, time, name, key, value });
+        }
+    }
+
+    /// The series at the end of `asid`'s phase, which merged `merges`
+    /// regions, shrank `shrinks` and ended with the balancer's `ended`
+    /// (regions mapped, moved, torn down); and its regions then.
+    fn record_phase(&mut self, asid: Asid, merges: u64, shrinks: u64, (mapped, moved, torn): (u64, u64, u64)) {
+        if self.history.is_none() {
+            return;
+        }
+        let (mut regular, mut seeds, mut regular_pages, mut global_pages) = (0, 0, 0, 0);
+        for (_, r) in self.regions.alive().filter(|(_, r)| r.asid == asid) {
+            let pages = r.pages.len() as u64;
+            match r.kind {
+                Kind::Regular => (regular, regular_pages) = (regular + 1, regular_pages + pages),
+                Kind::Seed => seeds += 1,
+                Kind::Global => global_pages += pages,
+            }
+        }
+        let points = [
+            ("merges", merges),
+            ("shrinks", shrinks),
+            ("mapped", mapped),
+            ("rebalanced", moved),
+            ("teardowns", torn),
+            ("regions", regular),
+            ("seeds", seeds),
+            ("regular_pages", regular_pages),
+            ("global_pages", global_pages),
+        ];
+        for (name, value) in points {
+            self.record(asid, name, 0, value as f64);
+        }
+    }
+
+    /// The series at a scan of `asid`: each domain's load (the working
+    /// sets of the regular regions mapped to it, every address space's).
+    fn record_loads(&mut self, asid: Asid) {
+        if self.history.is_none() {
+            return;
+        }
+        let mut load = vec![0.0; self.sockets as usize];
+        for (i, r) in self.regions.alive().filter(|(_, r)| r.kind == Kind::Regular) {
+            if let Some(c) = r.cache {
+                load[c as usize] += self.regions.working_set(i);
+            }
+        }
+        for (d, w) in load.into_iter().enumerate() {
+            self.record(asid, "load", d as u64, w);
+        }
     }
 
     /// The domains `asid`'s regions may be mapped to (`None`: all).
@@ -781,7 +856,25 @@ impl Mechanism for RegionScheduling {
         let fell_back = space.fell_back.is_some();
         if space.time >= space.next_scan {
             space.next_scan = space.time - space.time % every + every;
-            reg.regions.scan(ctx.asid, |r| r.cache == Some(here));
+            let time = space.time;
+            let Regioning { regions, history, .. } = reg;
+            regions.scan(
+                ctx.asid,
+                |r| r.cache == Some(here),
+                |vpn| {
+                    if let Some(h) = history.as_mut() {
+                        h.push(SeriesRow {
+                            mechanism: 0,
+                            asid: ctx.asid.0,
+                            time,
+                            name: "accessed",
+                            key: vpn,
+                            value: 1.0,
+                        });
+                    }
+                },
+            );
+            reg.record_loads(ctx.asid);
             self.stats.scans += 1;
         }
         let (period, length) = (reg.period, reg.phase);
@@ -793,18 +886,21 @@ impl Mechanism for RegionScheduling {
                 self.stats.phases += 1;
                 if let Some(condition) = reg.failed_condition(ctx.asid) {
                     reg.fall_back(ctx.asid, condition);
+                    reg.record(ctx.asid, "fallback", condition as u64, 1.0);
                     match condition {
                         1 => self.stats.fallback_c1 += 1,
                         2 => self.stats.fallback_c2 += 1,
                         _ => self.stats.fallback_c3 += 1,
                     }
                 } else {
-                    self.stats.shrinks += reg.shrink(ctx.asid);
+                    let shrinks = reg.shrink(ctx.asid);
+                    self.stats.shrinks += shrinks;
                     let grown: Vec<u32> = phase.grown(&reg.regions).collect();
                     let (mapped, moved, torn) = reg.end_phase(ctx.asid, grown);
                     self.stats.mapped += mapped;
                     self.stats.rebalanced += moved;
                     self.stats.teardowns += torn;
+                    reg.record_phase(ctx.asid, phase.merges, shrinks, (mapped, moved, torn));
                 }
             }
             Some(open) => task.phase = Some(open),
@@ -845,6 +941,10 @@ impl Mechanism for RegionScheduling {
         rows
     }
 
+    fn series(&mut self) -> Vec<SeriesRow> {
+        self.regioning.as_mut().and_then(|r| r.history.take()).unwrap_or_default()
+    }
+
     fn reset_stats(&mut self) {
         self.stats = Stats::default();
     }
@@ -876,6 +976,7 @@ mod tests {
             spaces: Vec::new(),
             idle_tick: None,
             blocked: Vec::new(),
+            history: None,
         }
     }
 

@@ -54,9 +54,10 @@ pub(super) struct Page {
     pub(super) region: u32,
     /// Touched since the last scan.
     pub(super) accessed: bool,
-    /// One bit per scan, newest lowest: whether it was touched in that period.
-    pub(super) history: u32,
-    /// Scans that shifted its history, at most 32.
+    /// One bit per scan, newest lowest: whether it was touched in that
+    /// period (the regions' `width` newest).
+    pub(super) history: u64,
+    /// Scans that shifted its history, at most the width.
     pub(super) scans: u8,
     /// Micro-schedules its touches caused since its address space's last phase ended.
     pub(super) moves: u32,
@@ -76,27 +77,37 @@ fn bin_weight(ones: u32) -> f64 {
     }
 }
 
-/// The ones of a page's history as if it spanned 32 scans: a page scanned
-/// `scans < 32` times has its ones scaled up (rounded to nearest), and one
-/// never scanned (it exists, so it was touched) counts as touched at every
-/// scan. The spec's formula assumes a full history: without the scaling a
-/// new address space would weigh a quarter of its size, or nothing, for
-/// the first 26 scans.
-fn full_ones(history: u32, scans: u8) -> u32 {
-    match scans {
+/// The ones of a page's history as if it spanned the formula's 32 scans:
+/// the ones of its `scans` samples (at most the history's width) scaled to
+/// 32 (rounded to nearest), so that a page scanned fewer times than the
+/// width, or a history narrower or wider than 32 bits, counts the share of
+/// scans that found it touched; a page never scanned (it exists, so it
+/// was touched) counts as touched at every scan. The spec's formula
+/// assumes 32 samples: without the scaling a new address space would weigh
+/// a quarter of its size, or nothing, for the first 26 scans.
+fn full_ones(history: u64, scans: u8) -> u32 {
+    match scans as u32 {
         0 => 32,
-        32.. => history.count_ones(),
-        s => (history.count_ones() * 32 + s as u32 / 2) / s as u32,
+        s => (history.count_ones() * 32 + s / 2) / s,
     }
 }
 
 /// Every region and page of the run.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Regions {
     pub(super) regions: Vec<Region>,
     pub(super) pages: Vec<Page>,
     /// Page index by `tlb::key(asid, vpn)`.
     index: U64Map,
+    /// Scans a page's history keeps (1 to 64).
+    width: u8,
+}
+
+impl Default for Regions {
+    /// The source's 32-bit histories.
+    fn default() -> Regions {
+        Regions::with_width(32)
+    }
 }
 
 impl Region {
@@ -107,6 +118,11 @@ impl Region {
 }
 
 impl Regions {
+    /// No region yet; histories of `width` scans (1 to 64).
+    pub(super) fn with_width(width: u8) -> Regions {
+        Regions { regions: Vec::new(), pages: Vec::new(), index: U64Map::default(), width }
+    }
+
     /// The page `vpn` of `asid`, made a new seed region of kind `kind`
     /// (with `cache`) if it is new; its index.
     pub(super) fn page(&mut self, asid: Asid, vpn: u64, kind: Kind, cache: Option<u32>) -> u32 {
@@ -185,7 +201,7 @@ impl Regions {
     }
 
     /// The working-set estimate of region `r`, in pages: the spec's
-    /// formula over its pages' histories, each as if it spanned 32 scans
+    /// formula over its pages' histories, each as if it held 32 scans
     /// ([`full_ones`]).
     pub(super) fn working_set(&self, r: u32) -> f64 {
         let pages = self.regions[r as usize].pages.iter().map(|&p| self.pages[p as usize]);
@@ -193,13 +209,18 @@ impl Regions {
     }
 
     /// A scan of `asid`'s pages in the regions `open` picks: each page's
-    /// accessed bit shifts into its history and clears.
-    pub(super) fn scan(&mut self, asid: Asid, open: impl Fn(&Region) -> bool) {
+    /// accessed bit shifts into its history and clears; `seen` is told the
+    /// pages found accessed.
+    pub(super) fn scan(&mut self, asid: Asid, open: impl Fn(&Region) -> bool, mut seen: impl FnMut(u64)) {
+        let (width, kept) = (self.width, u64::MAX >> (64 - self.width));
         for region in self.regions.iter().filter(|r| r.alive && r.asid == asid && open(r)) {
             for &p in &region.pages {
                 let page = &mut self.pages[p as usize];
-                page.history = page.history << 1 | page.accessed as u32;
-                page.scans = (page.scans + 1).min(32);
+                if page.accessed {
+                    seen(page.vpn);
+                }
+                page.history = (page.history << 1 | page.accessed as u64) & kept;
+                page.scans = (page.scans + 1).min(width);
                 page.accessed = false;
             }
         }
@@ -425,7 +446,7 @@ mod tests {
         for _ in 0..10 {
             r.pages[a as usize].accessed = true;
             r.pages[b as usize].accessed = true;
-            r.scan(asid, |g| g.cache == Some(0));
+            r.scan(asid, |g| g.cache == Some(0), |_| {});
         }
         assert_eq!(r.pages[a as usize].history, (1 << 10) - 1);
         // Page b's region was closed in the scanned view: untouched history.
@@ -444,5 +465,25 @@ mod tests {
         r.pages[a as usize].history = 0xfff;
         r.pages[a as usize].scans = 32;
         assert_eq!(r.working_set(r.pages[a as usize].region), 0.25);
+    }
+
+    #[test]
+    fn a_history_keeps_its_width_of_scans_and_counts_their_share_of_32() {
+        let asid = Asid(0);
+        for (width, touched, scans, weight) in [(8, 10, 10, 1.0), (8, 4, 8, 0.5), (64, 40, 64, 0.75), (64, 12, 70, 0.0)]
+        {
+            let mut r = Regions::with_width(width);
+            let a = r.page(asid, 1, Kind::Seed, Some(0));
+            // The last `touched` of `scans` scans found it touched.
+            for k in 0..scans {
+                r.pages[a as usize].accessed = k >= scans - touched;
+                r.scan(asid, |_| true, |_| {});
+            }
+            let page = r.pages[a as usize];
+            assert_eq!(page.scans, width.min(scans as u8), "width {width}");
+            assert_eq!(page.history.count_ones(), touched.min(width as u32), "width {width}");
+            // 8 of 8 is 32 of 32; 4 of 8 is 16 (1/2); 40 of 64 is 20 (3/4); 12 of 64 is 6 (nothing).
+            assert_eq!(r.working_set(page.region), weight, "width {width}");
+        }
     }
 }

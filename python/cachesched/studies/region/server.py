@@ -66,7 +66,8 @@ def _config(sox: str, traces: dict, run: str, count: int, seed: int) -> dict:
     return config
 
 
-def table(ctx) -> pd.DataFrame:
+def table(ctx) -> tuple[pd.DataFrame, dict[str, list[float]]]:
+    """The table, and every request's response (ms) per run (for the figure)."""
     from ...workloads import suite
 
     count, seeds = SIZES[ctx.size]
@@ -88,9 +89,7 @@ def table(ctx) -> pd.DataFrame:
             row[f"{p}_ipc"] = float(t.instructions[p]) / cycles if p in t.index else np.nan
         row["usched"] = c.usched(r) if run == "region" else 0
         rows.append(row)
-    df = pd.DataFrame(rows)
-    df.attrs["responses"] = responses
-    return df
+    return pd.DataFrame(rows), responses
 
 
 def _means(df: pd.DataFrame) -> pd.DataFrame:
@@ -127,11 +126,11 @@ def claims(df: pd.DataFrame) -> list[dict]:
     ]
 
 
-def figures(df: pd.DataFrame):
+def figures(df: pd.DataFrame, responses: dict[str, list[float]]):
     from ...report.figures import new_figure
 
     fig, ax = new_figure(ncols=2, width=9, height=3.4)
-    for run, values in df.attrs["responses"].items():
+    for run, values in responses.items():
         v = np.sort(values)
         ax[0, 0].step(v, np.arange(1, len(v) + 1), where="post", label=run)
     c.label(ax[0, 0], "response time (ms)", "requests answered within it", "responses (Fig. 24)")
@@ -146,6 +145,6 @@ def figures(df: pd.DataFrame):
 
 
 def run(ctx):
-    return c.part(ctx, "server", __doc__, table, claims, figures,
-                  "Per seed and run: requests, response time (average, median, 95th percentile, spread), mean wait "
-                  "and service time (ms), each SPEC VM's instructions per cycle and the micro-schedules.")
+    return c.part_with(ctx, "server", __doc__, table, claims, figures,
+                       "Per seed and run: requests, response time (average, median, 95th percentile, spread), mean wait "
+                       "and service time (ms), each SPEC VM's instructions per cycle and the micro-schedules.")

@@ -41,10 +41,9 @@ def test_every_built_claim_is_measured_and_judged(quick):
     out, stdout = quick
     assert (out / "index.html").exists() and "index.html" in stdout
     df = claims_mod.Claims.read(out / "claims.csv")
-    # E4 (contention), E5 (loads) and E6 (discovery) have no numbered
-    # claim: the source gives figures without numbers; E6's Fig. 14 is
-    # not built.
-    assert set(df.part) == {p.name for p in PARTS} - {"contention", "loads", "discovery", "pending"}
+    # E4 (contention), E5 (loads) and E6 (discovery, shared) have no
+    # numbered claim: the source gives figures without numbers.
+    assert set(df.part) == {p.name for p in PARTS} - {"contention", "loads", "discovery", "shared"}
     built = df
     assert list(built.id) == [str(i) for i in range(1, 16)]
     # sphinx3 and namd have no counterpart in the open suite; 15 is a
@@ -220,3 +219,28 @@ def test_region_discovery_finds_one_stable_region_and_one_per_place_of_a_moving_
     assert dynamic.regions == 6 and dynamic.stability < 0.9
     assert dynamic.merges_second_half < dynamic.merges_first_half
     assert set(t.index) >= {"mcf", "omnetpp", "gcc", "h264ref"}
+
+
+def test_shared_pages_are_code_and_stack_pages_statically_and_per_stretch(monkeypatch):
+    from cachesched.studies.region import shared
+
+    # Pages 1-3 code, page 0x1ff00000 stack, pages 10-15 data; stretches of 4.
+    fetch, load = 2, 0
+    rows = [(fetch, 1 << 12), (load, 10 << 12), (load, 11 << 12), (fetch, 2 << 12),  # 2 of 4 pages global
+            (load, 12 << 12), (load, 13 << 12), (load, 14 << 12), (load, 15 << 12),  # none of 4
+            (fetch, 3 << 12), (load, 0x1FF0000000), (fetch, 3 << 12), (load, 10 << 12)]  # 2 of 3
+    df = pd.DataFrame(rows, columns=["kind", "addr"])
+    monkeypatch.setattr(shared, "STRETCH", 4)
+    s = shared.shares(df, (0x1FF0000000, 0x2000000000))
+    assert (s["pages"], s["code_pages"], s["global_pages"]) == (10, 3, 4)
+    assert s["static"] == pytest.approx(4 / 10)
+    assert (s["dynamic_min"], s["dynamic_max"]) == (0.0, pytest.approx(2 / 3))
+    assert s["dynamic_mean"] == pytest.approx((2 / 4 + 0 + 2 / 3) / 3)
+
+
+@pytest.mark.slow
+def test_the_shared_part_reads_traces_with_their_fetches(quick):
+    t = pd.read_csv(quick[0] / "shared.csv").set_index("program")
+    assert set(t.index) == {"gcc", "omnetpp"}
+    assert (t.code_pages > 0).all() and (t.global_pages >= t.code_pages).all()
+    assert ((t.dynamic_min <= t.dynamic_mean) & (t.dynamic_mean <= t.dynamic_max)).all()

@@ -93,6 +93,18 @@ def test_small_recordings_have_the_promised_length_and_a_manifest(name, tmp_path
 
 
 @pytest.mark.slow
+def test_a_recording_with_fetches_is_a_trace_of_its_own(tmp_path):
+    plain = suite.record("omnetpp", "small", out_dir=tmp_path)
+    m = suite.record("omnetpp", "small", out_dir=tmp_path, ifetch=True)
+    assert m["trace"].endswith("omnetpp-ifetch.cst") and m["ifetch"] and not plain["ifetch"]
+    assert m["skipped_instructions"] == plain["skipped_instructions"] and m["accesses"] == 2_000_000
+    kinds = trace.read(m["trace"]).kind.value_counts()
+    # lackey fetches every instruction once: as many fetches as instructions.
+    assert kinds[trace.KIND_NAMES.index("ifetch")] == m["instructions"]
+    assert (trace.read(plain["trace"]).kind != trace.KIND_NAMES.index("ifetch")).all()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", suite.VALIDATED)
 def test_d1_and_ll_data_misses_agree_with_cachegrind(name, tmp_path):
     r = suite.validate(name, tmp_path / name)

@@ -226,24 +226,28 @@ def _package_version(package: str | None) -> str | None:
 
 
 def record(name: str, size: str = "small", *, out_dir: Path | None = None, force: bool = False,
-           progress=None) -> dict:
+           progress=None, ifetch: bool = False) -> dict:
     """Record one program (or reuse its cached trace); returns its manifest.
-    ``progress(done, total)`` is called as accesses are recorded."""
+    ``progress(done, total)`` is called as accesses are recorded. With
+    ``ifetch`` the instruction fetches are kept too (a trace of its own,
+    ``<name>-ifetch.cst``: the same skip, the fetches counting towards the
+    access limit)."""
     from ..record import record as record_run
     from .. import trace
 
     out_dir = out_dir or cache_dir(size)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path, manifest_path = out_dir / f"{name}.cst", out_dir / f"{name}.json"
+    stem = f"{name}-ifetch" if ifetch else name
+    path, manifest_path = out_dir / f"{stem}.cst", out_dir / f"{stem}.json"
     if not force and path.exists() and manifest_path.exists():
         return json.loads(manifest_path.read_text())
     program = PROGRAMS[name]
-    work = out_dir / f"{name}.work"
+    work = out_dir / f"{stem}.work"
     shutil.rmtree(work, ignore_errors=True)
     run = prepare(name, size, work)
     skip, limit = program.skip[size], program.limit[size]
     partial = path.with_suffix(".cst.partial")
-    record_run(run.argv, partial, skip=skip, limit=limit, cwd=work, stdout=subprocess.DEVNULL,
+    record_run(run.argv, partial, skip=skip, limit=limit, ifetch=ifetch, cwd=work, stdout=subprocess.DEVNULL,
                progress=progress)
     scan = trace.scan(partial)
     partial.replace(path)
@@ -253,7 +257,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
         "version": _package_version(program.package), "command": [Path(run.argv[0]).name, *run.argv[1:]],
         "input": run.input, "note": program.note, "size": size, "skipped_instructions": skip,
         "access_limit": limit, "accesses": scan["accesses"], "instructions": scan["instructions"],
-        "footprint_lines": scan["lines_64"], "footprint_pages": scan["pages_4k"], "trace": str(path),
+        "footprint_lines": scan["lines_64"], "footprint_pages": scan["pages_4k"], "ifetch": ifetch, "trace": str(path),
         "trace_bytes": path.stat().st_size,
     }
     write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
@@ -261,9 +265,17 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
 
 
 def manifests(size: str = "small") -> list[dict]:
-    """Manifests of the programs recorded so far at ``size``."""
-    return [json.loads(p.read_text()) for p in sorted(cache_dir(size).glob("*.json"))]
+    """Manifests of the programs recorded so far at ``size`` (without
+    instruction fetches)."""
+    found = [json.loads(p.read_text()) for p in sorted(cache_dir(size).glob("*.json"))]
+    return [m for m in found if not m.get("ifetch")]
 
+
+#: Where valgrind (amd64 Linux) places a recorded program's stack: its
+#: recordings' stack pages lie just below 0x1fff000000. Traces carry no
+#: stack pointer, so this range stands for the source's "near the stack
+#: pointer" (spec 2.6) when region scheduling's stack pages are wanted.
+STACK_RANGE = (0x1FF0000000, 0x2000000000)
 
 # Programs whose tiny runs are short enough under valgrind to be compared with
 # cachegrind in CI (whole runs: a few million instructions each).

@@ -19,6 +19,8 @@ Its parts (:data:`PARTS`), one module each, run in order:
 - ``discovery`` (E6, Figs. 16, 19, 23): accessed-bit maps, merges,
   regions and loads over time, for the stable and dynamic phase models
   and the suite's programs;
+- ``shared`` (E6, Fig. 14): the share of pages that stay global (code
+  and stack) in the suite's programs;
 - ``server`` (E8, sections 5.4-5.5): a media server's response times
   alone, consolidated under credit, and under region scheduling with the
   server preferred;
@@ -26,7 +28,6 @@ Its parts (:data:`PARTS`), one module each, run in order:
   VMs, the caches partitioned against the credit scheduler;
 - ``projection`` (claim 15): E1's map with a 100-cycle micro-schedule, the
   source's outlook for hardware execution migration;
-- ``pending`` (E6's Fig. 14, shared pages): not built yet.
 
 What they share (the machines, memlat, the micro-schedule's costs, the
 measures) is in :mod:`.common`. See docs/region-scheduling.md, "The study".
@@ -45,10 +46,10 @@ PARTS = (
     Part("loads", "E5", "Cache loads over time", "cachesched.studies.region.loads"),
     Part("programs", "E6, E7", "Single programs", "cachesched.studies.region.programs"),
     Part("discovery", "E6", "Access patterns and region discovery", "cachesched.studies.region.discovery"),
+    Part("shared", "E6", "Shared pages", "cachesched.studies.region.shared"),
     Part("server", "E8", "A media server under consolidation", "cachesched.studies.region.server"),
     Part("isolation", "E9", "Isolating parallel code", "cachesched.studies.region.isolation"),
     Part("projection", "outlook", "A 100-cycle micro-schedule", "cachesched.studies.region.projection"),
-    Part("pending", "E6", "Not built yet: shared pages", "cachesched.studies.region.pending"),
 )
 
 STUDY = Study(name="region", title="Region scheduling: the study", spec="region-scheduling.md", parts=PARTS,

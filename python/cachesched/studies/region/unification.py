@@ -69,9 +69,13 @@ def table(ctx) -> pd.DataFrame:
         confined, unified = results[2 * i], results[2 * i + 1]
         cycles_c, cycles_u = int(confined.summary["cycles"]), int(unified.summary["cycles"])
         moves = c.usched(unified)
+        # Spec 7.18: unifying across sockets moves the task away from half
+        # of its pages (placed where first touched).
+        memory = unified.memory
         rows.append({"machine": name, "S_MiB": s_mib, "WS_MiB": 2 * s_mib, "log2_A": a, "confined": cycles_c,
                      "unified": cycles_u, "gain": cycles_c / cycles_u, "usched": moves,
-                     "usched_per_s": moves / (cycles_u / (ghz * 1e9))})
+                     "usched_per_s": moves / (cycles_u / (ghz * 1e9)),
+                     "remote_reads": float(memory.remote_reads.sum() / max(1, memory.reads.sum()))})
     return pd.DataFrame(rows)
 
 
@@ -166,4 +170,5 @@ def figures(df: pd.DataFrame):
 def run(ctx):
     return c.part(ctx, "unification", __doc__, table, claims, figures,
                   "Per machine, working set and access time: confined and unified time, normalised performance, "
-                  "micro-schedules and their rate.")
+                  "micro-schedules and their rate, and the unified run's share of memory reads that crossed to "
+                  "another node (Westmere's two nodes; pages placed where first touched).")

@@ -9,6 +9,7 @@ pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod hcache;
 pub mod mech;
 pub mod mem;
 pub mod plugin;

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use cachesched_core::config::{self, presets as shipped};
 use cachesched_core::engine::{Engine, Progress};
 use cachesched_core::error::Error;
+use cachesched_core::hcache;
 use cachesched_core::mem::machine::Machine;
+use cachesched_core::plugin::parse_at;
 use cachesched_core::sched::{Scheduler, SchedulerConfig};
 use cachesched_core::types::{Access, AccessKind, CoreId, VirtAddr};
 use pyo3::prelude::*;
@@ -172,6 +174,20 @@ fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     Ok(list)
 }
 
+/// Run each VM's trace through its partition of the hypervisor cache
+/// (`params_json`: the `hcache` params); returns one result per VM as JSON
+/// text.
+#[pyfunction]
+fn hcache_run(py: Python<'_>, params_json: &str, traces: Vec<PathBuf>) -> PyResult<String> {
+    guarded(py, || {
+        let value: serde_json::Value = serde_json::from_str(params_json)
+            .map_err(|e| to_py_err(py, Error::config("", "invalid_json", e.to_string())))?;
+        let params: hcache::HcacheParams = parse_at(&value, "").map_err(|e| to_py_err(py, e))?;
+        let results = py.detach(|| hcache::run(&params, &traces)).map_err(|e| to_py_err(py, e))?;
+        Ok(serde_json::to_string(&results).expect("results serialise to JSON"))
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -179,6 +195,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(machine_replay, m)?)?;
+    m.add_function(wrap_pyfunction!(hcache_run, m)?)?;
     trace::register(m)?;
     Ok(())
 }

@@ -6,6 +6,7 @@
 pub mod atd;
 pub mod attribution;
 pub mod cache;
+pub mod hcache;
 pub mod machine;
 pub mod notes;
 pub mod page_table;

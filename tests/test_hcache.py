@@ -25,8 +25,10 @@ class Model:
         self.seen, self.history, self.window = 0, Counter(), []
         self.clock = 0
         self.counts = Counter()
+        self.pending = []
 
-    def lock(self, candidates, most):
+    def lock(self, candidates, most, preload=True):
+        """Lock in place if present, else preload (at the start) or lock on arrival."""
         per_set, chosen = Counter(), []
         for b in candidates:
             if len(chosen) == most:
@@ -35,7 +37,13 @@ class Model:
                 continue
             per_set[b % self.sets] += 1
             chosen.append(b)
-            self.lines[b % self.sets].append([b, 0, True])
+            present = [line for line in self.lines[b % self.sets] if line[0] == b]
+            if present:
+                present[0][2] = True
+            elif preload:
+                self.lines[b % self.sets].append([b, 0, True])
+            else:
+                self.pending.append(b)
         return chosen
 
     def victim(self, lines):
@@ -86,7 +94,9 @@ class Model:
             self.counts["evictions"] += 1
             if self.capacity:
                 self.victims = (self.victims + [v[0]])[-self.capacity:]
-        lines.append([b, self.clock, False])
+        lines.append([b, self.clock, b in self.pending])
+        if b in self.pending:
+            self.pending.remove(b)
 
 
 def brute_miss_table(blocks, sets, ways, k):
@@ -132,6 +142,27 @@ def test_lru_locking_and_the_victim_buffer_count_what_the_plain_model_counts(tmp
         model.access(b)
     assert {k: int(r[k]) for k in KEYS} == {k: model.counts[k] for k in KEYS}
     assert r.miss_pct == pytest.approx(100 * model.counts["misses"] / len(blocks))
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_an_online_table_locks_the_warm_ups_most_missed_blocks_from_then_on(tmp_path, preload):
+    blocks = stream(21, n=5000)
+    warmup, sets, ways = 750, 8, 4  # 15% of 5,000; 2 KiB of 4 ways
+    r = hcache.run([write(tmp_path, blocks)], size_bytes=2048, ways=ways, lock_fraction=0.2, table="online",
+                   online_warmup=0.15, victim_buffer=5, preload=preload).iloc[0]
+    model, misses = Model(sets, ways, 5), Counter()
+    for b in blocks[:warmup]:
+        before = model.counts["misses"]
+        model.access(b)
+        misses[b] += model.counts["misses"] - before
+    table = sorted(((b, n) for b, n in misses.items() if n), key=lambda row: (-row[1], row[0]))[:20]
+    assert [tuple(row) for row in r.miss_table] == table
+    # Online, nothing is preloaded: a block not in the partition locks when it next arrives.
+    assert r.locked == model.lock([b for b, _ in table], round(0.2 * 32), preload=False)
+    for b in blocks[warmup:]:
+        model.access(b)
+    assert {k: int(r[k]) for k in KEYS} == {k: model.counts[k] for k in KEYS}
+    assert r.locked_hits > 0
 
 
 @pytest.mark.parametrize("bypass", [False, True])
@@ -187,6 +218,8 @@ def test_stores_are_left_out_unless_asked(tmp_path):
     ({"lock_fraction": 1.0}, "lock_fraction"),
     ({"lock_fraction": -0.1}, "lock_fraction"),
     ({"miss_table": 0}, "miss_table"),
+    ({"table": "offline"}, "table"),
+    ({"online_warmup": 1.0}, "online_warmup"),
     ({"victim_buffer": -1}, "victim_buffer"),
     ({"ways": 0}, "ways"),
     ({"line_bytes": 48}, "line_bytes"),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Issues, Result};
-use crate::mem::hcache::{miss_table, Counts, Partition, Probability};
+use crate::mem::hcache::{miss_table, Counts, MissCounter, Partition, Probability};
 use crate::trace::file::TraceParams;
 use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, AccessKind};
@@ -30,6 +30,13 @@ pub struct HcacheParams {
     pub lock_fraction: f64,
     /// Miss-table rows per VM, the most blocks that can be locked (default 20).
     pub miss_table: u32,
+    /// How the miss table is built: `two-pass` (default: a profile of the
+    /// whole trace on the unlocked partition, the lines locked from the
+    /// start) or `online` (the misses of the first `online_warmup` share of
+    /// the requests, the lines locked then and for the rest of the run).
+    pub table: TableMode,
+    /// The online table's share of the requests (default 0.1).
+    pub online_warmup: f64,
     /// Install the locked blocks at the start, without a miss (default), or
     /// lock each when it first arrives.
     pub preload: bool,
@@ -55,6 +62,8 @@ impl Default for HcacheParams {
             ways: 4,
             lock_fraction: 0.0,
             miss_table: 20,
+            table: TableMode::TwoPass,
+            online_warmup: 0.1,
             preload: true,
             victim_buffer: 0,
             carve_out: false,
@@ -63,6 +72,14 @@ impl Default for HcacheParams {
             io: IoParams::default(),
         }
     }
+}
+
+/// How a VM's miss table is built (spec 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TableMode {
+    TwoPass,
+    Online,
 }
 
 /// A reference kind, by name.
@@ -180,6 +197,12 @@ impl HcacheParams {
             format!("expected a share in [0, 1), got {}", self.lock_fraction),
         );
         issues.check(self.miss_table >= 1, at("miss_table"), "out_of_range", "expected at least 1 row");
+        issues.check(
+            self.online_warmup > 0.0 && self.online_warmup < 1.0,
+            at("online_warmup"),
+            "out_of_range",
+            format!("expected a share in (0, 1), got {}", self.online_warmup),
+        );
         issues.check(!self.kinds.is_empty(), at("kinds"), "out_of_range", "give at least one kind of reference");
         let r = &self.replacement;
         issues.check(
@@ -267,18 +290,39 @@ fn simulate(params: &HcacheParams, blocks: &[u64], sets: u64, ways: usize) -> Vm
         f if f > 0.0 => ((f * lines as f64).round() as u64).max(1),
         _ => 0,
     };
-    let table = miss_table(blocks, sets, ways, params.miss_table as usize);
+    let k = params.miss_table as usize;
     let r = &params.replacement;
     let probability = (r.kind == PolicyName::Probability).then(|| {
         let warmup = ((r.warmup * blocks.len() as f64).round() as u64).max(1);
         Probability::new(warmup, r.window.unwrap_or(warmup) as usize, r.fallback == Fallback::Bypass)
     });
     let mut partition = Partition::new(sets, ways, params.victim_buffer as usize, probability);
-    let candidates: Vec<u64> = table.iter().map(|&(b, _)| b).collect();
-    let locked = partition.lock(&candidates, wanted as usize, params.preload);
-    for &b in blocks {
-        partition.access(b);
-    }
+    let rows = |table: &[(u64, u64)]| table.iter().map(|&(b, _)| b).collect::<Vec<u64>>();
+    let (table, locked) = match params.table {
+        TableMode::TwoPass => {
+            let table = miss_table(blocks, sets, ways, k);
+            let locked = partition.lock(&rows(&table), wanted as usize, params.preload);
+            for &b in blocks {
+                partition.access(b);
+            }
+            (table, locked)
+        }
+        TableMode::Online => {
+            // The warm-up's misses, then its top blocks locked where they
+            // are, or when they next arrive.
+            let warmup = ((params.online_warmup * blocks.len() as f64).round() as usize).min(blocks.len());
+            let mut misses = MissCounter::default();
+            for &b in &blocks[..warmup] {
+                misses.count(b, partition.access(b));
+            }
+            let table = misses.top(k);
+            let locked = partition.lock(&rows(&table), wanted as usize, false);
+            for &b in &blocks[warmup..] {
+                partition.access(b);
+            }
+            (table, locked)
+        }
+    };
     let counts = partition.counts;
     VmResult {
         vm: 0,

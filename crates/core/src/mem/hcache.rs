@@ -190,9 +190,11 @@ impl Partition {
 
     /// Lock up to `most` of `candidates` (most wanted first), never more
     /// than `ways - 1` in one set (one way stays replaceable): a candidate
-    /// whose set is full of locks is skipped (spec 1.4's decision). With
-    /// `preload` each is installed now, locked, without a miss; else each
-    /// is locked when it is first installed. Returns the blocks chosen.
+    /// whose set is full of locks is skipped (spec 1.4's decision). A
+    /// candidate in the partition is locked where it is; one that is not
+    /// is, with `preload` (at the start, when every set has room), installed
+    /// now without a miss, else locked when it is next installed. Returns
+    /// the blocks chosen.
     pub fn lock(&mut self, candidates: &[u64], most: usize, preload: bool) -> Vec<u64> {
         let mut per_set = vec![0usize; self.sets as usize];
         let mut chosen = Vec::new();
@@ -206,7 +208,9 @@ impl Partition {
             }
             per_set[s] += 1;
             chosen.push(b);
-            if preload {
+            if let Some(way) = self.set(b).find(|&w| self.blocks[w] == b) {
+                self.locked[way] = true;
+            } else if preload {
                 let way = self.set(b).find(|&w| self.blocks[w] == INVALID).expect("a way is free at the start");
                 (self.blocks[way], self.locked[way]) = (b, true);
             } else {
@@ -288,13 +292,36 @@ impl Partition {
 /// (the two-pass profile), most first, ties to the lower block.
 pub fn miss_table(blocks: &[u64], sets: u64, ways: usize, k: usize) -> Vec<(u64, u64)> {
     let mut profile = Partition::new(sets, ways, 0, None);
-    let mut misses = U64Map::default();
+    let mut misses = MissCounter::default();
     for &b in blocks {
-        if profile.access(b) == Outcome::Miss {
-            *misses.entry(b, 0) += 1;
+        misses.count(b, profile.access(b));
+    }
+    misses.top(k)
+}
+
+/// Misses per block, for a miss table.
+#[derive(Debug, Default)]
+pub struct MissCounter {
+    counts: U64Map,
+    blocks: Vec<u64>,
+}
+
+impl MissCounter {
+    /// Count `outcome`, an access to `block`, if it is a miss.
+    pub fn count(&mut self, block: u64, outcome: Outcome) {
+        if outcome == Outcome::Miss {
+            let n = self.counts.entry(block, 0);
+            if *n == 0 {
+                self.blocks.push(block);
+            }
+            *n += 1;
         }
     }
-    top(&misses, blocks, k)
+
+    /// The `k` blocks with the most misses, most first, ties to the lower block.
+    pub fn top(&self, k: usize) -> Vec<(u64, u64)> {
+        top(&self.counts, &self.blocks, k)
+    }
 }
 
 /// The `k` blocks of `blocks` with the highest counts in `counts`, most

@@ -214,6 +214,45 @@ def test_stores_are_left_out_unless_asked(tmp_path):
     assert hcache.run([path], kinds=["load", "store"]).accesses[0] == 10
 
 
+MSR = """Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime
+128166372003061629,web,0,Read,0,4096,1556
+128166372003071629,web,0,Read,65536,128,900
+128166372003081629,web,1,Read,0,64,100
+128166372003091629,web,0,Write,0,4096,300
+128166372003101629,web,0,Read,4032,128,700
+"""
+
+
+def test_a_block_trace_reads_as_the_blocks_its_requests_cover(tmp_path):
+    path = tmp_path / "web.csv"
+    path.write_text(MSR)
+    df = trace.read_block(path, "msr")
+    assert df.device.tolist() == ["web.0", "web.0", "web.1", "web.0", "web.0"]
+    assert df.time_ns.tolist() == [0, 1_000_000, 2_000_000, 3_000_000, 4_000_000]
+    assert df.response_ns.tolist()[:2] == [155_600, 90_000]
+    # Reads only (the default kinds): 64 blocks of 64 B, then 2, then one
+    # of the other disk, then 2 (4032-4159 straddles blocks 63 and 64).
+    blocks = list(range(64)) + [1024, 1025] + [(1 << 48) | 0] + [63, 64]
+    r = hcache.run([path], block_format="msr", size_bytes=2048, ways=4).iloc[0]
+    model = Model(8, 4)
+    for b in blocks:
+        model.access(b)
+    assert {k: int(r[k]) for k in KEYS} == {k: model.counts[k] for k in KEYS}
+    writes = hcache.run([path], block_format="msr", kinds=["store"]).iloc[0]
+    assert writes.accesses == 64
+
+
+def test_a_malformed_block_trace_names_the_file_and_the_line(tmp_path):
+    from cachesched import TraceError
+
+    path = tmp_path / "bad.csv"
+    path.write_text(MSR.replace("web,1,Read", "web,1,Trim"))
+    with pytest.raises(TraceError, match=r"bad\.csv.*line 4.*unknown request type 'Trim'"):
+        hcache.run([path], block_format="msr")
+    with pytest.raises(ConfigError, match="format"):
+        trace.read_block(path, "spc")
+
+
 @pytest.mark.parametrize("params, key", [
     ({"lock_fraction": 1.0}, "lock_fraction"),
     ({"lock_fraction": -0.1}, "lock_fraction"),

@@ -129,3 +129,13 @@ def read(path: str | Path, thread: int | None = None, skip: int = 0, limit: int 
     """Read a stream into a DataFrame with the columns kind, addr, size, pc, instrs."""
     cols = _core.trace_read(str(path), thread, skip, limit)
     return pd.DataFrame({name: np.frombuffer(cols[name], dtype=dtype) for name, dtype in COLUMNS.items()})
+
+
+def read_block(path: str | Path, format: str) -> pd.DataFrame:
+    """A block I/O trace (``format``: ``msr``, ``tencent`` or ``alibaba``;
+    docs/trace-formats.md) as a DataFrame: ``time_ns`` (after the first
+    request), ``device`` (its name), ``write``, ``offset`` and ``bytes``,
+    ``response_ns`` (MSR's recorded response time, else missing)."""
+    doc = json.loads(_core.block_read(str(path), format))
+    df = pd.DataFrame(doc["requests"], columns=["time_ns", "device", "write", "offset", "bytes", "response_ns"])
+    return df.assign(device=[doc["devices"][d] for d in df.device])

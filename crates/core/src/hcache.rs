@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Issues, Result};
 use crate::mem::hcache::{miss_table, Counts, MissCounter, Partition, Probability};
+use crate::trace::blockio::{self, BlockFormat};
 use crate::trace::file::TraceParams;
 use crate::trace::{Workload, WorkloadCtx};
 use crate::types::{Access, AccessKind};
@@ -48,8 +49,12 @@ pub struct HcacheParams {
     /// `lru` or `probability`.
     pub replacement: Replacement,
     /// Which references of a trace are requests (default loads only, as
-    /// the dissertation's filter keeps lackey's `L` lines).
+    /// the dissertation's filter keeps lackey's `L` lines); of a block
+    /// trace, `load` stands for reads and `store` for writes.
     pub kinds: Vec<KindName>,
+    /// The traces are block I/O traces in this layout (`msr`, `tencent`,
+    /// `alibaba`); none: memory-reference traces.
+    pub block_format: Option<BlockFormat>,
     /// The I/O cost of a miss (spec 1.7).
     pub io: IoParams,
 }
@@ -69,6 +74,7 @@ impl Default for HcacheParams {
             carve_out: false,
             replacement: Replacement::default(),
             kinds: vec![KindName::Load],
+            block_format: None,
             io: IoParams::default(),
         }
     }
@@ -263,6 +269,31 @@ pub fn blocks(path: &Path, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<
     }
 }
 
+/// Bits a block number keeps below its device's index, in a block trace.
+const DEVICE_SHIFT: u32 = 48;
+
+/// The requests of a block trace: every block of `line_bytes` each request
+/// of `kinds` (reads as loads, writes as stores) covers, the device's index
+/// in the top bits so that devices' blocks differ.
+pub fn block_requests(path: &Path, format: BlockFormat, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<u64>> {
+    let trace = blockio::read(path, format)?;
+    let shift = line_bytes.trailing_zeros();
+    let mut out = Vec::new();
+    for r in trace.requests {
+        let kind = if r.write { AccessKind::Store } else { AccessKind::Load };
+        if !kinds.contains(&kind) || r.bytes == 0 {
+            continue;
+        }
+        let (first, last) = (r.offset >> shift, (r.offset + r.bytes - 1) >> shift);
+        if last >> DEVICE_SHIFT != 0 {
+            let message = format!("a request reaches block {last}, beyond 2^48 blocks of {line_bytes} B");
+            return Err(Error::config("block_format", "out_of_range", message));
+        }
+        out.extend((first..=last).map(|b| (r.device as u64) << DEVICE_SHIFT | b));
+    }
+    Ok(out)
+}
+
 /// Run VM `i`'s trace `traces[i]` through its partition, for every VM.
 pub fn run(params: &HcacheParams, traces: &[PathBuf]) -> Result<Vec<VmResult>> {
     params.validate("")?;
@@ -275,7 +306,10 @@ pub fn run(params: &HcacheParams, traces: &[PathBuf]) -> Result<Vec<VmResult>> {
         .iter()
         .enumerate()
         .map(|(vm, path)| {
-            let blocks = blocks(path, &kinds, params.line_bytes)?;
+            let blocks = match params.block_format {
+                Some(format) => block_requests(path, format, &kinds, params.line_bytes)?,
+                None => blocks(path, &kinds, params.line_bytes)?,
+            };
             let mut result = simulate(params, &blocks, sets, ways);
             (result.vm, result.trace) = (vm as u32, path.display().to_string());
             Ok(result)

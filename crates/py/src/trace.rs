@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use cachesched_core::error::Error;
 use cachesched_core::plugin::{parse_at, PluginConfig};
+use cachesched_core::trace::blockio::{self, BlockFormat};
 use cachesched_core::trace::convert::{copy, CopyOptions, PipeReader};
 use cachesched_core::trace::file::{self, TraceFormat, TraceParams};
 use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};
@@ -370,6 +371,20 @@ fn trace_read<'py>(
     Ok(d)
 }
 
+/// Read a block I/O trace (`format`: `msr`, `tencent` or `alibaba`); its
+/// requests and devices as JSON text.
+#[pyfunction]
+fn block_read(py: Python<'_>, path: PathBuf, format: &str) -> PyResult<String> {
+    guarded(py, || {
+        let format: BlockFormat = serde_json::from_value(json!(format)).map_err(|_| {
+            let message = format!("unknown block trace format '{format}' (expected msr, tencent or alibaba)");
+            to_py_err(py, Error::config("format", "invalid_value", message))
+        })?;
+        let trace = py.detach(|| blockio::read(&path, format)).map_err(|e| to_py_err(py, e))?;
+        Ok(serde_json::to_string(&trace).expect("a block trace serialises to JSON"))
+    })
+}
+
 /// Add the trace functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
@@ -380,5 +395,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_read, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
+    m.add_function(wrap_pyfunction!(block_read, m)?)?;
     Ok(())
 }

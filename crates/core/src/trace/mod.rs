@@ -4,6 +4,7 @@
 //! batches so that the engine's hot loop calls through the trait object once
 //! per few thousand accesses, not once per access.
 
+pub mod blockio;
 pub mod champsim;
 pub mod convert;
 pub mod din;

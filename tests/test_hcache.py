@@ -214,6 +214,21 @@ def test_stores_are_left_out_unless_asked(tmp_path):
     assert hcache.run([path], kinds=["load", "store"]).accesses[0] == 10
 
 
+@pytest.mark.parametrize("lines", [8, 32, 64])
+def test_a_fully_associative_lru_partition_misses_what_libcachesims_lru_misses(tmp_path, lines):
+    import libcachesim
+
+    blocks = stream(lines, n=6000, hot=lines * 2, cold=lines * 20)
+    r = hcache.run([write(tmp_path, blocks)], size_bytes=lines * 64, ways=lines).iloc[0]
+    lru = libcachesim.LRU(cache_size=lines)
+    misses = 0
+    for b in blocks:
+        req = libcachesim.Request()
+        req.obj_id, req.obj_size = b, 1
+        misses += not lru.get(req)
+    assert r.misses == misses and r.accesses == len(blocks)
+
+
 MSR = """Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime
 128166372003061629,web,0,Read,0,4096,1556
 128166372003071629,web,0,Read,65536,128,900

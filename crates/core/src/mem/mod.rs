@@ -11,6 +11,7 @@ pub mod machine;
 pub mod notes;
 pub mod page_table;
 pub mod prefetch;
+pub mod provisioning;
 pub mod replacement;
 pub mod tags;
 pub mod tlb;

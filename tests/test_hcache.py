@@ -266,6 +266,10 @@ def test_a_malformed_block_trace_names_the_file_and_the_line(tmp_path):
         hcache.run([path], block_format="msr")
     with pytest.raises(ConfigError, match="format"):
         trace.read_block(path, "spc")
+    far = tmp_path / "far.csv"
+    far.write_text("128166372003061629,web,0,Read,18446744073709551615,2,1\n")
+    with pytest.raises(ConfigError, match="beyond 2\\^48 blocks"):
+        hcache.run([far], block_format="msr")
 
 
 @pytest.mark.parametrize("params, key", [

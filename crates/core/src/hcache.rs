@@ -284,11 +284,15 @@ pub fn block_requests(path: &Path, format: BlockFormat, kinds: &[AccessKind], li
         if !kinds.contains(&kind) || r.bytes == 0 {
             continue;
         }
-        let (first, last) = (r.offset >> shift, (r.offset + r.bytes - 1) >> shift);
-        if last >> DEVICE_SHIFT != 0 {
-            let message = format!("a request reaches block {last}, beyond 2^48 blocks of {line_bytes} B");
+        let end = r.offset.checked_add(r.bytes - 1).filter(|e| (e >> shift) >> DEVICE_SHIFT == 0);
+        let Some(end) = end else {
+            let message = format!(
+                "a request at byte {} of {} bytes reaches beyond 2^48 blocks of {line_bytes} B",
+                r.offset, r.bytes
+            );
             return Err(Error::config("block_format", "out_of_range", message));
-        }
+        };
+        let (first, last) = (r.offset >> shift, end >> shift);
         out.extend((first..=last).map(|b| (r.device as u64) << DEVICE_SHIFT | b));
     }
     Ok(out)

@@ -3,14 +3,14 @@
 //! its own partition of the hypervisor cache, one VM after another as the
 //! dissertation runs them, with the lines its miss table names locked,
 //! its victim buffer and its replacement policy; the I/O response time of
-//! its misses (spec 1.7). The partition itself is `mem::hcache`.
+//! its misses (spec 1.7). The partition itself is `mem::partition`.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Issues, Result};
-use crate::mem::hcache::{miss_table, Counts, MissCounter, Partition, Probability};
+use crate::mem::partition::{miss_table, Counts, MissCounter, Partition, Probability};
 use crate::trace::blockio::{self, BlockFormat};
 use crate::trace::file::TraceParams;
 use crate::trace::{Workload, WorkloadCtx};

@@ -276,12 +276,8 @@ pub fn expand(
 /// `requests` at `loc`, checked and resolved at `frequency_ghz`.
 fn request_plan(r: &RequestParams, loc: &str, frequency_ghz: f64, issues: &mut Issues) -> Option<RequestPlan> {
     let field = |f: &str| join_path(loc, f);
-    issues.check(
-        (1..=MAX_REQUESTS).contains(&r.count),
-        field("count"),
-        "out_of_range",
-        format!("expected 1 to 2^22 requests, got {}", r.count),
-    );
+    let counted = (1..=MAX_REQUESTS).contains(&r.count);
+    issues.check(counted, field("count"), "out_of_range", format!("expected 1 to 2^22 requests, got {}", r.count));
     let interval = match r.interval.resolve(frequency_ghz) {
         Budget::Cycles(n) if n > 0 => Some(n as f64),
         Budget::Cycles(_) => {
@@ -297,6 +293,5 @@ fn request_plan(r: &RequestParams, loc: &str, frequency_ghz: f64, issues: &mut I
             None
         }
     };
-    let plan = RequestPlan { count: r.count, interval: interval?, arrivals: r.arrivals };
-    (1..=MAX_REQUESTS).contains(&r.count).then_some(plan)
+    counted.then_some(RequestPlan { count: r.count, interval: interval?, arrivals: r.arrivals })
 }

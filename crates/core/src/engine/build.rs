@@ -57,6 +57,10 @@ impl Engine {
         let n = config.tasks.len();
         let own_threads = run.prefetch && n < host_cpus;
         let pooled = run.prefetch && !own_threads && host_cpus > 1 && n <= POOLED_TASKS;
+        // A thread that meets barriers, or a server, stays on the simulation's
+        // thread: the barriers and the starts of requests do not travel
+        // through a producer's batches.
+        let stays = |i: usize, w: &dyn crate::trace::Workload| w.synchronizes() || config.tasks[i].requests.is_some();
         let mut workloads = Vec::with_capacity(n);
         for (i, spec) in config.tasks.iter().enumerate() {
             let ctx = WorkloadCtx {
@@ -71,18 +75,13 @@ impl Engine {
                 let passes = spec.requests.map(|r| r.count);
                 workload = Box::new(Replay::new(spec.workload.clone(), ctx, workload, passes));
             }
-            // A thread that meets barriers, or a server, stays here: the
-            // barriers and the starts of requests do not travel through a
-            // producer's batches.
-            if own_threads && !workload.synchronizes() && spec.requests.is_none() {
+            if own_threads && !stays(i, workload.as_ref()) {
                 workload = Box::new(Prefetched::new(workload, 4 * run.batch as usize)?);
             }
             workloads.push(workload);
         }
         if pooled {
             let batch = 2 * run.batch as usize;
-            let stays =
-                |i: usize, w: &dyn crate::trace::Workload| w.synchronizes() || config.tasks[i].requests.is_some();
             let (synced, free): (Vec<_>, Vec<_>) =
                 workloads.into_iter().enumerate().partition(|(i, w)| stays(*i, w.as_ref()));
             let (at, free): (Vec<usize>, Vec<_>) = free.into_iter().unzip();

@@ -227,9 +227,6 @@ impl Engine {
         if std::mem::take(&mut self.tasks[ti].begun) > 0 && self.begin_request(c, task)? {
             return Ok(());
         }
-        if self.tasks[ti].server.is_some() {
-            self.run_request(task, self.cores[c].clock);
-        }
         if self.tasks[ti].pos == self.tasks[ti].len {
             // Its last fill was empty after barriers: the next one ends it.
             return Ok(());

@@ -217,7 +217,7 @@ impl Engine {
             if let Some(p) = self.periods.iter().position(|&(_, at, _)| self.cores[c].clock >= at) {
                 self.period(p)?;
             } else if self.next_wake().is_some_and(|t| self.cores[c].clock >= t) {
-                self.wake()?;
+                self.wake();
             } else if self.next_tick.is_some_and(|t| self.cores[c].clock >= t) {
                 self.tick()?;
             } else if self.needs_decision(c) {
@@ -668,6 +668,7 @@ impl Engine {
         }
         self.emit(now, Some(c), Some(task), Event::SwitchIn)?;
         self.charge(c, Some(task), cost);
+        self.start_request(task, self.cores[c].clock);
         self.new_slice(c, task)
     }
 

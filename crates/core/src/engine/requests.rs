@@ -73,6 +73,7 @@ impl Engine {
         server.open = Some((row, false));
         let now = self.cores[c].clock;
         if arrival <= now {
+            self.start_request(task, now); // it goes on at once
             return Ok(false);
         }
         self.tasks[ti].blocked = true;
@@ -82,9 +83,9 @@ impl Engine {
         Ok(true)
     }
 
-    /// Server `task` runs its request on a core whose clock reads `now`:
-    /// the first time, that is when the request started.
-    pub(super) fn run_request(&mut self, task: TaskId, now: u64) {
+    /// `task` runs, from `now`, on a core: if it is a server whose request
+    /// has not run yet (it slept until the arrival), the request starts.
+    pub(super) fn start_request(&mut self, task: TaskId, now: u64) {
         if let Some((row, started)) = self.tasks[task.0 as usize].server.as_mut().and_then(|s| s.open.as_mut()) {
             if !*started {
                 (row.start, *started) = (now, true);
@@ -103,10 +104,9 @@ impl Engine {
     }
 
     /// The next sleeping server whose request has arrived: it wakes.
-    pub(super) fn wake(&mut self) -> Result<()> {
+    pub(super) fn wake(&mut self) {
         let Reverse((at, t)) = self.timers.pop().expect("a wake-up is due");
         self.unblock(TaskId(t), at);
-        Ok(())
     }
 
     /// When the next sleeping server wakes.

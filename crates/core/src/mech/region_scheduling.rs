@@ -318,7 +318,7 @@ impl MechanismParams for RegionSchedulingParams {
                 spaces: Vec::new(),
                 idle_tick: r.idle_release.then(|| ctx.cycles(&mut issues, &at("idle_tick"), r.idle_tick, 1)),
                 blocked: Vec::new(),
-                history: r.series.then(Vec::new),
+                series: r.series.then(Vec::new),
             }
         });
         issues.finish()?;
@@ -446,7 +446,7 @@ struct Regioning {
     idle_tick: Option<u64>,
     blocked: Vec<TaskId>,
     /// The time series, if recorded (`series`).
-    history: Option<Vec<SeriesRow>>,
+    series: Option<Vec<SeriesRow>>,
 }
 
 impl Regioning {
@@ -469,7 +469,7 @@ impl Regioning {
     /// Record `value` of `name` (of `key`) for `asid` at its virtual time.
     fn record(&mut self, asid: Asid, name: &'static str, key: u64, value: f64) {
         let time = self.space(asid).time;
-        if let Some(h) = &mut self.history {
+        if let Some(h) = &mut self.series {
             h.push(SeriesRow { mechanism: 0, asid: asid.0, time, name, key, value });
         }
     }
@@ -478,7 +478,7 @@ impl Regioning {
     /// regions, shrank `shrinks` and ended with the balancer's `ended`
     /// (regions mapped, moved, torn down); and its regions then.
     fn record_phase(&mut self, asid: Asid, merges: u64, shrinks: u64, (mapped, moved, torn): (u64, u64, u64)) {
-        if self.history.is_none() {
+        if self.series.is_none() {
             return;
         }
         let (mut regular, mut seeds, mut regular_pages, mut global_pages) = (0, 0, 0, 0);
@@ -509,7 +509,7 @@ impl Regioning {
     /// The series at a scan of `asid`: each domain's load (the working
     /// sets of the regular regions mapped to it, every address space's).
     fn record_loads(&mut self, asid: Asid) {
-        if self.history.is_none() {
+        if self.series.is_none() {
             return;
         }
         let mut load = vec![0.0; self.sockets as usize];
@@ -856,24 +856,20 @@ impl Mechanism for RegionScheduling {
         let fell_back = space.fell_back.is_some();
         if space.time >= space.next_scan {
             space.next_scan = space.time - space.time % every + every;
-            let time = space.time;
-            let Regioning { regions, history, .. } = reg;
-            regions.scan(
+            let recording = reg.series.is_some();
+            let mut seen = Vec::new();
+            reg.regions.scan(
                 ctx.asid,
                 |r| r.cache == Some(here),
                 |vpn| {
-                    if let Some(h) = history.as_mut() {
-                        h.push(SeriesRow {
-                            mechanism: 0,
-                            asid: ctx.asid.0,
-                            time,
-                            name: "accessed",
-                            key: vpn,
-                            value: 1.0,
-                        });
+                    if recording {
+                        seen.push(vpn);
                     }
                 },
             );
+            for vpn in seen {
+                reg.record(ctx.asid, "accessed", vpn, 1.0);
+            }
             reg.record_loads(ctx.asid);
             self.stats.scans += 1;
         }
@@ -942,7 +938,7 @@ impl Mechanism for RegionScheduling {
     }
 
     fn series(&mut self) -> Vec<SeriesRow> {
-        self.regioning.as_mut().and_then(|r| r.history.take()).unwrap_or_default()
+        self.regioning.as_mut().and_then(|r| r.series.take()).unwrap_or_default()
     }
 
     fn reset_stats(&mut self) {
@@ -976,7 +972,7 @@ mod tests {
             spaces: Vec::new(),
             idle_tick: None,
             blocked: Vec::new(),
-            history: None,
+            series: None,
         }
     }
 

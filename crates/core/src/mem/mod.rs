@@ -6,10 +6,10 @@
 pub mod atd;
 pub mod attribution;
 pub mod cache;
-pub mod hcache;
 pub mod machine;
 pub mod notes;
 pub mod page_table;
+pub mod partition;
 pub mod prefetch;
 pub mod provisioning;
 pub mod replacement;

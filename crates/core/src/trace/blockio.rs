@@ -91,7 +91,7 @@ pub fn read_from(src: impl Read, name: String, format: BlockFormat) -> Result<Bl
             continue;
         }
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if first.is_none() && out.requests.is_empty() && fields[0].starts_with(|c: char| c.is_ascii_alphabetic()) {
+        if out.requests.is_empty() && fields[0].starts_with(|c: char| c.is_ascii_alphabetic()) {
             continue; // a header
         }
         if fields.len() != columns.len() {

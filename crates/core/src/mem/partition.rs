@@ -6,8 +6,8 @@
 //! replacement.
 //!
 //! A partition sees block numbers only (an address's block is
-//! `addr >> log2(line)`); the driver that turns traces into blocks and
-//! partitions into results is `crate::hcache`.
+//! `addr >> log2(line)`); turning traces into blocks and partitions into
+//! results is the run layer's work.
 
 use crate::util::hash::U64Map;
 

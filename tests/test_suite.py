@@ -122,3 +122,20 @@ def test_list_shows_every_program(capsys):
     out = capsys.readouterr().out
     for name, program in suite.PROGRAMS.items():
         assert name in out and program.stands_for in out
+
+
+def test_the_generated_music_survives_mp3_encoding_and_decoding(tmp_path):
+    # lame encodes it and mpg123 decodes it back: as many frames (within
+    # the codec's delay and padding, a few 1,152-sample granules) and sound,
+    # not silence.
+    import array
+    import wave
+
+    inputs.music(tmp_path / "music.wav", 1.0, seed=2)
+    subprocess.run(["lame", "--quiet", "-b", "128", "music.wav", "music.mp3"], cwd=tmp_path, check=True)
+    subprocess.run(["mpg123", "-q", "-w", "back.wav", "music.mp3"], cwd=tmp_path, check=True)
+    with wave.open(str(tmp_path / "back.wav")) as w:
+        frames, channels = w.getnframes(), w.getnchannels()
+        samples = array.array("h", w.readframes(frames))
+    assert channels == 2 and abs(frames - inputs.MUSIC_RATE) <= 4 * 1152
+    assert max(abs(s) for s in samples) > 4000

@@ -25,6 +25,8 @@ STUDIES = {
             "replacement policies and elastic time slicing (spec elastic-time-slicing.md)"),
     "numa": ("cachesched.studies.numa",
              "profile-driven NUMA page migration with interconnect sampling (spec numa-page-migration.md)"),
+    "locking": ("cachesched.studies.locking",
+                "cache locking and the per-VM hypervisor cache (spec cache-locking.md)"),
     "region": ("cachesched.studies.region",
                "region scheduling: regions mapped to cache domains, tasks micro-scheduled (spec region-scheduling.md)"),
 }

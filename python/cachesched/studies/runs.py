@@ -131,6 +131,15 @@ def record_claims(claims: Any, found: list[dict], reason: str, source: str) -> N
             claim.reason = "; ".join(r for r in (judged.get("why"), general) if r)
 
 
+def label(ax: Any, x: str | None, y: str, title: str) -> None:
+    """Name a panel's axes and title, and show its legend."""
+    if x:
+        ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
 def draw(make: Any, out: Path) -> list:
     """Draw a part's figures (``make()`` returns (name, title, caption,
     Figure) tuples) in the report's style and save them into ``out``."""

@@ -276,3 +276,40 @@ def g711_call(path: Path, seconds: float, seed: int = 1) -> str:
     PCMU carries)."""
     path.write_bytes(bytes(ulaw(s) for s in voice(seconds, seed)))
     return f"{seconds:g} s of a generated call (talk spurts and pauses) in G.711 mu-law, 8 kHz"
+
+
+#: The music's sampling rate (a CD's).
+MUSIC_RATE = 44100
+
+
+def music(path: Path, seconds: float, seed: int = 1) -> str:
+    """A 16-bit stereo WAV of generated music: a chord a beat (a root and
+    its third and fifth, each with two overtones, a decaying envelope), a
+    bass note and a little noise, so that an MP3 encoder has tones and
+    transients to code."""
+    import array
+    import math
+    import wave
+
+    rng = random.Random(seed)
+    n, beat = int(seconds * MUSIC_RATE), MUSIC_RATE // 2
+    samples = array.array("h")
+    for start in range(0, n, beat):
+        root = 110 * 2 ** (rng.randrange(24) / 12)
+        notes = [root, root * 2 ** (rng.choice((3, 4)) / 12), root * 2 ** (7 / 12)]
+        bass = root / 2
+        for i in range(min(beat, n - start)):
+            t = i / MUSIC_RATE
+            envelope = math.exp(-3 * t)
+            tone = sum(math.sin(2 * math.pi * f * t) + 0.3 * math.sin(4 * math.pi * f * t)
+                       + 0.1 * math.sin(6 * math.pi * f * t) for f in notes)
+            left = 4000 * envelope * tone + 3000 * math.sin(2 * math.pi * bass * t) + rng.gauss(0, 100)
+            right = 4000 * envelope * tone * 0.8 + 3000 * math.sin(2 * math.pi * bass * t) + rng.gauss(0, 100)
+            samples.append(max(-32768, min(32767, int(left))))
+            samples.append(max(-32768, min(32767, int(right))))
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(MUSIC_RATE)
+        out.writeframes(samples.tobytes())
+    return f"{seconds:g} s of generated music (a chord a beat over a bass), 44.1 kHz stereo"

@@ -53,9 +53,13 @@ class Program:
     limit: dict[str, int | None] = field(
         default_factory=lambda: {"tiny": None, "small": 2_000_000, "full": 30_000_000})
     note: str = ""
-    # The work of one request of a server (a task with ``requests``), not a
-    # batch program: studies' batch mixes (``BATCH``) leave it out.
-    serves: bool = False
+    # What the program is for: ``batch`` (the SPEC stand-ins, which the
+    # studies' batch mixes, ``BATCH``, draw from), ``server`` (the work of
+    # one request of a task with ``requests``) or ``locking`` (the cache
+    # locking study's workloads, ``LOCKING``).
+    role: str = "batch"
+    # Other Debian packages its input is made with: {binary: package}.
+    tools: dict[str, str] = field(default_factory=dict)
 
     def executable(self, work: Path) -> str | None:
         """Path of the program's binary, or None if it is not installed."""
@@ -157,6 +161,34 @@ def _sox(work: Path, size: str) -> Run:
                what + "; sox transcoding it to G.711 A-law")
 
 
+def _arraysort(work: Path, size: str) -> Run:
+    # 32 KiB of ints: its miss ratio falls across the study's 2-64 KiB
+    # partitions as the dissertation's Array Sort's does (spec 4.3, Table 4).
+    elements, rounds = 8192, _by_size(size, 40, 400, tiny=2)
+    return Run(["./arraysort", str(elements), str(rounds), "1"],
+               f"{elements:,} random ints ({elements * 4 >> 10} KiB), {rounds} rounds of shuffle and sort")
+
+
+def _gzip(work: Path, size: str) -> Run:
+    what = inputs.mixed_data(work / "data.bin", _by_size(size, 400_000, 8_000_000, tiny=5_000))
+    return Run(["gzip", "-6", "-k", "-f", "data.bin"], what + "; gzip -6")
+
+
+def _fft(work: Path, size: str) -> Run:
+    log2, rounds = _by_size(size, (14, 4), (16, 4), tiny=(10, 1))
+    return Run(["./fft", str(log2), str(rounds), "1"],
+               f"{2**log2:,} complex points ({2**log2 * 16 / 2**20:.2f} MiB), {rounds} forward and inverse FFTs")
+
+
+def _mp3(work: Path, size: str) -> Run:
+    seconds = _by_size(size, 10, 60, tiny=0.5)
+    what = inputs.music(work / "music.wav", seconds)
+    subprocess.run(["lame", "--quiet", "-b", "128", "music.wav", "music.mp3"], cwd=work, check=True)
+    return Run(["mpg123", "-q", "-t", "music.mp3"], what + ", lame -b 128 to MP3; mpg123 -t decoding it")
+
+
+LOCKING_LIMIT = {"tiny": None, "small": 8_000_000, "full": 50_000_000}
+
 PROGRAMS: dict[str, Program] = {p.name: p for p in [
     Program("perlbench", "400.perlbench", "perl", "perl", _perl, _skip(5, 50)),
     Program("bzip2", "401.bzip2", "bzip2", "bzip2", _bzip2, _skip(1, 20)),
@@ -176,10 +208,22 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
     # a media server transcodes calls in a process that is already running.
     Program("sox", "(media server: a call's G.711 transcoding)", "sox", "sox", _sox,
             {"tiny": 0, "small": 1_000_000, "full": 1_000_000}, {"tiny": None, "small": None, "full": None},
-            note="the per-request work of the region study's media server (E8)", serves=True),
+            note="the per-request work of the region study's media server (E8)", role="server"),
+    # The cache locking study's four workloads (seed 004, spec 3.3): windows
+    # long enough to hold every phase of each (Array Sort's three sorts).
+    Program("arraysort", "(Array Sort)", "arraysort", None, _arraysort, _skip(1, 1), LOCKING_LIMIT,
+            note="programs/arraysort.c: shuffles by swaps and quicksorts an int array, round after round",
+            role="locking"),
+    Program("gzip", "(Gzip)", "gzip", "gzip", _gzip, _skip(1, 5), LOCKING_LIMIT, role="locking"),
+    Program("fft", "(FFT)", "fft", None, _fft, _skip(1, 5), LOCKING_LIMIT,
+            note="programs/fft.c: a radix-2 FFT and its inverse, round after round", role="locking"),
+    Program("mp3", "(MP3)", "mpg123", "mpg123", _mp3, _skip(2, 5), LOCKING_LIMIT, tools={"lame": "lame"},
+            note="mpg123 decoding an MP3 that lame encodes from generated music", role="locking"),
 ]}
 #: The batch programs (the SPEC stand-ins and sqlite).
-BATCH = tuple(n for n, p in PROGRAMS.items() if not p.serves)
+BATCH = tuple(n for n, p in PROGRAMS.items() if p.role == "batch")
+#: The cache locking study's workloads.
+LOCKING = tuple(n for n, p in PROGRAMS.items() if p.role == "locking")
 
 
 def cache_dir(size: str) -> Path:
@@ -190,12 +234,13 @@ def cache_dir(size: str) -> Path:
 def missing_packages(names: list[str] | None = None) -> list[str]:
     """Debian packages the chosen programs need and this machine lacks."""
     chosen = [PROGRAMS[n] for n in (names or PROGRAMS)]
-    return sorted({p.package for p in chosen if p.package and shutil.which(p.binary, path=SEARCH_PATH) is None})
+    needed = {p.binary: p.package for p in chosen if p.package} | {b: k for p in chosen for b, k in p.tools.items()}
+    return sorted({package for binary, package in needed.items() if shutil.which(binary, path=SEARCH_PATH) is None})
 
 
 def _compile(program: Program, work: Path) -> None:
     source = PROGRAMS_DIR / f"{program.binary}.c"
-    subprocess.run(["gcc", "-O2", "-g", "-o", str(work / program.binary), str(source)], check=True)
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(work / program.binary), str(source), "-lm"], check=True)
 
 
 def prepare(name: str, size: str, work: Path) -> Run:

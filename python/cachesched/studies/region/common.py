@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import runs
+from ..runs import label  # noqa: F401 (the parts use it from here)
 from ..claims import claim, grade, pct  # noqa: F401 (the parts import them from here)
 from ..page import Section
 
@@ -92,15 +93,6 @@ def notes(ctx: Any) -> str:
             "(2 sockets of 6, a 12 MiB 16-way L3 each, usched 17,800 cycles) as the spec's section 3.2 gives them; "
             "TLBs off in memlat runs, which measure caches. Methodology: docs/region-scheduling.md, "
             "\u201cThe study\u201d.</p>")
-
-
-def label(ax: Any, x: str | None, y: str, title: str) -> None:
-    """Name a panel's axes and title, and show its legend."""
-    if x:
-        ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
 
 
 def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str) -> Section:

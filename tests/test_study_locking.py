@@ -53,11 +53,13 @@ def test_every_claim_is_measured_and_judged(quick):
     out, stdout = quick
     assert (out / "index.html").exists() and "index.html" in stdout
     df = claims_mod.Claims.read(out / "claims.csv")
-    assert set(df.part) == {p.name for p in PARTS}
+    # The policies part (beyond the seed) has no claim of the source.
+    assert set(df.part) == {p.name for p in PARTS} - {"policies"}
     assert df.verdict.isin(["holds", "partly", "does not hold"]).all(), df[["id", "verdict"]]
     short = df[df.verdict != "holds"]
     assert (short.difference.str.len() > 0).all() and (short.reason.str.len() > 0).all()
-    for name in ("locking_size", "locking_assoc", "locking_response", "locking_lockpct", "locking_replacement"):
+    for name in ("locking_size", "locking_assoc", "locking_response", "locking_lockpct", "locking_replacement",
+                 "locking_policies", "locking_b1_response", "locking_b1_utilization"):
         assert (out / f"{name}.png").exists()
 
 
@@ -79,6 +81,28 @@ def test_the_claims_numbers_are_those_of_the_tables(quick):
     t1 = table(out, "table1")
     assert t1.misses.iloc[0] == 246 and t1.top_misses.iloc[0] == 128
     assert "52.03%" in claims.loc["a1-share", "measured"]
+
+
+@pytest.mark.slow
+def test_our_fully_associative_lru_misses_what_libcachesims_does(quick):
+    out, _ = quick
+    df = table(out, "policies").pivot_table(index=["workload", "size_kib"], columns="config", values="misses")
+    assert len(df) == 24 and (df["lru-check"] == df["LRU (libCacheSim)"]).all()
+
+
+@pytest.mark.slow
+def test_b1s_runs_keep_the_cache_whole_and_its_claims_use_them(quick):
+    out, _ = quick
+    df = table(out, "provisioning")
+    claims = claims_mod.Claims.read(out / "claims.csv").set_index("id")
+    mid = df[df.cache_mib == 16].set_index(["policy", "server"]).mean_response_ms
+    cut = 100 * (1 - mid["dynamic", "database"] / mid["static", "database"])
+    assert f"database {cut:+.1f}%" in claims.loc["b1-response", "measured"]
+    # Static and MRC shares never move; every share is within the cache.
+    fixed = df[df.policy != "dynamic"]
+    assert (fixed.first_alloc == fixed.final_alloc).all()
+    assert (df.groupby(["cache_mib", "policy"]).final_alloc.sum() <= df.groupby(["cache_mib", "policy"]).cache_mib
+            .first() * 256).all()
 
 
 @pytest.mark.slow

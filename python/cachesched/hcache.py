@@ -5,14 +5,16 @@ probability-based replacement, and the I/O response time of its misses.
 
 ``run(traces, **params)`` takes one trace per VM (any format the core
 reads) and the params of ``[hcache]`` (see the docs), and returns a table
-with a row per VM.
+with a row per VM. ``provision(traces, **params)`` runs part B1: the VMs'
+block traces at once through shares of one cache, fixed or moved by the
+thin-provisioning rules over time.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -29,3 +31,33 @@ def run(traces: list[str | Path], **params: Any) -> pd.DataFrame:
     df = pd.DataFrame(json.loads(text))
     served = df.hits + df.victim_hits
     return df.assign(miss_pct=100 * df.misses / df.accesses, hit_pct=100 * served / df.accesses)
+
+
+class Provisioned(NamedTuple):
+    """A thin-provisioning run: ``vms`` (a row per VM: ``requests``,
+    ``blocks``, ``hits``, ``misses``, ``miss_pct``, ``completion_s``,
+    ``mean_response_ms``, ``p95_response_ms``, ``full_at_s`` (when its share
+    first filled; NaN if never), ``first_alloc``, ``peak_alloc``,
+    ``final_alloc`` (blocks), ``replacement_flags``), ``series`` (a row per
+    VM and interval: ``time_s``, ``alloc``, ``used``, ``requests``,
+    ``misses``, ``borrowed``, ``released``), ``thresholds`` (a row per VM:
+    ``requests``, ``misses``, ``lines``), the blocks shared (``lines``) and
+    the free ``pool`` at the end."""
+
+    vms: pd.DataFrame
+    series: pd.DataFrame
+    thresholds: pd.DataFrame
+    lines: int
+    pool: int
+
+
+def provision(traces: list[str | Path], **params: Any) -> Provisioned:
+    """Run one block trace per VM through its share of the cache
+    (docs/cache-locking.md, "Thin provisioning")."""
+    out = json.loads(_core.provision_run(json.dumps(params), [str(t) for t in traces]))
+    vms = pd.DataFrame(out["vms"])
+    vms = vms.assign(miss_pct=100 * vms.misses / vms.blocks.where(vms.blocks > 0),
+                     full_at_s=vms.full_at_s.astype(float))
+    series = pd.DataFrame(out["series"], columns=["time_s", "vm", "alloc", "used", "requests", "misses", "borrowed",
+                                                  "released"])
+    return Provisioned(vms, series, pd.DataFrame(out["thresholds"]), out["lines"], out["pool"])

@@ -98,7 +98,7 @@ pub enum KindName {
 }
 
 impl KindName {
-    fn kind(self) -> AccessKind {
+    pub fn kind(self) -> AccessKind {
         match self {
             KindName::Load => AccessKind::Load,
             KindName::Store => AccessKind::Store,
@@ -276,6 +276,17 @@ const DEVICE_SHIFT: u32 = 48;
 /// of `kinds` (reads as loads, writes as stores) covers, the device's index
 /// in the top bits so that devices' blocks differ.
 pub fn block_requests(path: &Path, format: BlockFormat, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<u64>> {
+    Ok(request_blocks(path, format, kinds, line_bytes)?.into_iter().flat_map(|(_, blocks)| blocks).collect())
+}
+
+/// The requests of a block trace of `kinds`, each as its time (ns after
+/// the first) and the blocks it covers (see [`block_requests`]).
+pub fn request_blocks(
+    path: &Path,
+    format: BlockFormat,
+    kinds: &[AccessKind],
+    line_bytes: u32,
+) -> Result<Vec<(u64, std::ops::RangeInclusive<u64>)>> {
     let trace = blockio::read(path, format)?;
     let shift = line_bytes.trailing_zeros();
     let mut out = Vec::new();
@@ -292,8 +303,8 @@ pub fn block_requests(path: &Path, format: BlockFormat, kinds: &[AccessKind], li
             );
             return Err(Error::config("block_format", "out_of_range", message));
         };
-        let (first, last) = (r.offset >> shift, end >> shift);
-        out.extend((first..=last).map(|b| (r.device as u64) << DEVICE_SHIFT | b));
+        let device = (r.device as u64) << DEVICE_SHIFT;
+        out.push((r.time_ns, device | r.offset >> shift..=device | end >> shift));
     }
     Ok(out)
 }

@@ -15,6 +15,7 @@ pub mod mem;
 pub mod plugin;
 pub mod results;
 pub mod sched;
+pub mod thinprov;
 pub mod trace;
 pub mod types;
 pub mod units;

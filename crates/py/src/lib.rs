@@ -15,6 +15,7 @@ use cachesched_core::hcache;
 use cachesched_core::mem::machine::Machine;
 use cachesched_core::plugin::parse_at;
 use cachesched_core::sched::{Scheduler, SchedulerConfig};
+use cachesched_core::thinprov;
 use cachesched_core::types::{Access, AccessKind, CoreId, VirtAddr};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -174,18 +175,40 @@ fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     Ok(list)
 }
 
+/// A run over traces, one per VM: `params_json` parsed into `P` (errors
+/// at their keys), `run` without the GIL, its result as JSON text.
+fn traces_run<P, R>(
+    py: Python<'_>,
+    params_json: &str,
+    traces: &[PathBuf],
+    run: fn(&P, &[PathBuf]) -> cachesched_core::error::Result<R>,
+) -> PyResult<String>
+where
+    P: serde::de::DeserializeOwned + Sync,
+    R: serde::Serialize + Send,
+{
+    guarded(py, || {
+        let value: serde_json::Value = serde_json::from_str(params_json)
+            .map_err(|e| to_py_err(py, Error::config("", "invalid_json", e.to_string())))?;
+        let params: P = parse_at(&value, "").map_err(|e| to_py_err(py, e))?;
+        let result = py.detach(|| run(&params, traces)).map_err(|e| to_py_err(py, e))?;
+        Ok(serde_json::to_string(&result).expect("results serialise to JSON"))
+    })
+}
+
 /// Run each VM's trace through its partition of the hypervisor cache
 /// (`params_json`: the `hcache` params); returns one result per VM as JSON
 /// text.
 #[pyfunction]
 fn hcache_run(py: Python<'_>, params_json: &str, traces: Vec<PathBuf>) -> PyResult<String> {
-    guarded(py, || {
-        let value: serde_json::Value = serde_json::from_str(params_json)
-            .map_err(|e| to_py_err(py, Error::config("", "invalid_json", e.to_string())))?;
-        let params: hcache::HcacheParams = parse_at(&value, "").map_err(|e| to_py_err(py, e))?;
-        let results = py.detach(|| hcache::run(&params, &traces)).map_err(|e| to_py_err(py, e))?;
-        Ok(serde_json::to_string(&results).expect("results serialise to JSON"))
-    })
+    traces_run(py, params_json, &traces, hcache::run)
+}
+
+/// Thin provisioning over block traces (one per VM): params as JSON, the
+/// run (VMs, intervals, thresholds) as JSON.
+#[pyfunction]
+fn provision_run(py: Python<'_>, params_json: &str, traces: Vec<PathBuf>) -> PyResult<String> {
+    traces_run(py, params_json, &traces, thinprov::run)
 }
 
 #[pymodule]
@@ -196,6 +219,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(machine_replay, m)?)?;
     m.add_function(wrap_pyfunction!(hcache_run, m)?)?;
+    m.add_function(wrap_pyfunction!(provision_run, m)?)?;
     trace::register(m)?;
     Ok(())
 }

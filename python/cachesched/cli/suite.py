@@ -42,7 +42,11 @@ def cmd_suite_install(args: argparse.Namespace) -> int:
 
     from ..workloads import suite
 
+    from ..workloads import blockio
+
     missing = suite.missing_packages(_suite_names(args))
+    if not args.only:  # everything: the recorded block I/O workloads' tools too
+        missing = sorted(set(missing) | set(blockio.missing_packages()))
     if args.browser and not (shutil.which("chromium") or shutil.which("chromium-browser")):
         missing.append("chromium")
     if not missing:

@@ -5,6 +5,7 @@
 
 pub mod atd;
 pub mod attribution;
+pub mod blocklru;
 pub mod cache;
 pub mod machine;
 pub mod notes;

@@ -24,7 +24,7 @@
 //! none waits. Capacity is in lines.
 
 /// One VM's thresholds, measured under a heavy workload (spec 1.2).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Thresholds {
     pub requests: u64,
     pub misses: u64,

@@ -11,7 +11,11 @@ Its parts (:data:`PARTS`), one module each, run in order:
   4 KiB;
 - ``response`` (B2.5): the total I/O response time of the misses;
 - ``lockpct`` (B2.6): hit ratio against the share locked, 5-30%;
-- ``replacement`` (B2.7): probability-based replacement against LRU.
+- ``replacement`` (B2.7): probability-based replacement against LRU;
+- ``policies`` (beyond the seed): libCacheSim's LRU, ARC, S3-FIFO and
+  LIRS beside the dissertation's partitions;
+- ``provisioning`` (B1): three recorded servers sharing one cache, the
+  equal split against the thin-provisioning rules and MRC-sized shares.
 
 What they share (the workloads, the defaults, the stored runs) is in
 :mod:`.common`. See docs/cache-locking.md, "The study".
@@ -29,6 +33,8 @@ PARTS = (
     Part("response", "B2.5", "I/O response time", "cachesched.studies.locking.response"),
     Part("lockpct", "B2.6", "The share locked", "cachesched.studies.locking.lockpct"),
     Part("replacement", "B2.7", "Probability-based replacement", "cachesched.studies.locking.replacement"),
+    Part("policies", "beyond", "Modern block-cache policies", "cachesched.studies.locking.policies"),
+    Part("provisioning", "B1", "Thin provisioning", "cachesched.studies.locking.provisioning"),
 )
 
 STUDY = Study(name="locking", title="Cache locking: the study", spec="cache-locking.md", parts=PARTS,

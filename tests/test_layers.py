@@ -18,7 +18,7 @@ import cachesched
 LAYERS = {
     "_core": 0, "errors": 0, "_files": 0, "progress": 0,
     "config": 1, "results": 1, "reference": 1, "executors": 1,
-    "simulate": 2, "store": 2, "trace": 2, "record": 2, "iorecord": 2, "missratio": 2, "ets": 2, "hcache": 2,
+    "simulate": 2, "store": 2, "trace": 2, "record": 2, "iorecord": 2, "cl1lock": 2, "missratio": 2, "ets": 2, "hcache": 2,
     "sweep": 3, "bench": 3, "workloads": 3,
     "__init__": 4,
     "report": 5,

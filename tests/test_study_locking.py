@@ -59,7 +59,7 @@ def test_every_claim_is_measured_and_judged(quick):
     short = df[df.verdict != "holds"]
     assert (short.difference.str.len() > 0).all() and (short.reason.str.len() > 0).all()
     for name in ("locking_size", "locking_assoc", "locking_response", "locking_lockpct", "locking_replacement",
-                 "locking_policies", "locking_b1_response", "locking_b1_utilization"):
+                 "locking_policies", "locking_b1_response", "locking_b1_utilization", "locking_cl1"):
         assert (out / f"{name}.png").exists()
 
 
@@ -78,6 +78,12 @@ def test_the_claims_numbers_are_those_of_the_tables(quick):
     wide = size.pivot_table(index=["workload", "size_kib"], columns="config", values="miss_pct")
     kept = int((wide["none"] - wide["lock"] >= 0).sum())
     assert claims.loc["b21-never-worse", "measured"].startswith(f"gain >= 0 in {kept} of 24")
+    cl1 = table(out, "cl1")
+    a4 = cl1[cl1.experiment == "A4"].groupby("config").mean_delay.first()
+    assert f"none {a4['none']:,.0f}" in claims.loc["a4-strategies", "measured"]
+    # One batch of four: the mean delay per task is its slowest task over four.
+    a2 = cl1[(cl1.experiment == "A2") & (cl1.app == "GIF") & (cl1.locked_pct == 25.0)]
+    assert a2.mean_delay.iloc[0] == pytest.approx(a2.delay.max() / 4)
     t1 = table(out, "table1")
     assert t1.misses.iloc[0] == 246 and t1.top_misses.iloc[0] == 128
     assert "52.03%" in claims.loc["a1-share", "measured"]

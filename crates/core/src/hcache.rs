@@ -248,6 +248,12 @@ impl HcacheParams {
 /// The requests of a trace: the blocks of its references of `kinds` (a
 /// reference that straddles two blocks counts for its first).
 pub fn blocks(path: &Path, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<u64>> {
+    let shift = line_bytes.trailing_zeros();
+    Ok(references(path)?.into_iter().filter(|a| kinds.contains(&a.kind)).map(|a| a.addr.0 >> shift).collect())
+}
+
+/// Every reference of a trace (any format the core reads), in order.
+pub fn references(path: &Path) -> Result<Vec<Access>> {
     let ctx = WorkloadCtx {
         seed: 0,
         component: "hcache".into(),
@@ -257,7 +263,6 @@ pub fn blocks(path: &Path, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<
     };
     let params = TraceParams { path: path.display().to_string(), ..TraceParams::default() };
     let mut workload: Box<dyn Workload> = params.build(&ctx)?;
-    let shift = line_bytes.trailing_zeros();
     let mut buf = vec![Access::default(); 1 << 14];
     let mut out = Vec::new();
     loop {
@@ -265,7 +270,7 @@ pub fn blocks(path: &Path, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<
         if n == 0 {
             return Ok(out);
         }
-        out.extend(buf[..n].iter().filter(|a| kinds.contains(&a.kind)).map(|a| a.addr.0 >> shift));
+        out.extend_from_slice(&buf[..n]);
     }
 }
 

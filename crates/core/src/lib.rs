@@ -4,6 +4,7 @@
 //! The crate knows nothing of Python; `crates/py` wraps it. See
 //! `docs/architecture.md` for the layers and the names used here.
 
+pub mod cl1lock;
 pub mod config;
 pub mod counters;
 pub mod engine;

@@ -8,6 +8,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
+use cachesched_core::cl1lock;
 use cachesched_core::config::{self, presets as shipped};
 use cachesched_core::engine::{Engine, Progress};
 use cachesched_core::error::Error;
@@ -211,6 +212,13 @@ fn provision_run(py: Python<'_>, params_json: &str, traces: Vec<PathBuf>) -> PyR
     traces_run(py, params_json, &traces, thinprov::run)
 }
 
+/// Level-1 cache locking in a multicore: one trace per job, params as
+/// JSON; the tasks and the mean delay per task as JSON.
+#[pyfunction]
+fn cl1lock_run(py: Python<'_>, params_json: &str, traces: Vec<PathBuf>) -> PyResult<String> {
+    traces_run(py, params_json, &traces, cl1lock::run)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -220,6 +228,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(machine_replay, m)?)?;
     m.add_function(wrap_pyfunction!(hcache_run, m)?)?;
     m.add_function(wrap_pyfunction!(provision_run, m)?)?;
+    m.add_function(wrap_pyfunction!(cl1lock_run, m)?)?;
     trace::register(m)?;
     Ok(())
 }

@@ -313,3 +313,27 @@ def music(path: Path, seconds: float, seed: int = 1) -> str:
         out.setframerate(MUSIC_RATE)
         out.writeframes(samples.tobytes())
     return f"{seconds:g} s of generated music (a chord a beat over a bass), 44.1 kHz stereo"
+
+
+def image(path: Path, width: int, height: int, colors: int | None = None, seed: int = 1) -> str:
+    """A binary PPM photograph-like image: smooth gradients, a few discs
+    and noise; with ``colors`` its pixels come from that many colours (a
+    palette image, what a GIF encoder takes)."""
+    rng = random.Random(seed)
+    discs = [(rng.uniform(0, width), rng.uniform(0, height), rng.uniform(5, width / 4),
+              [rng.randrange(256) for _ in range(3)]) for _ in range(12)]
+    palette = [[rng.randrange(256) for _ in range(3)] for _ in range(colors or 0)]
+    out = bytearray()
+    for y in range(height):
+        for x in range(width):
+            pixel = [(x * 255) // width, (y * 255) // height, ((x + y) * 127) // (width + height)]
+            for cx, cy, r, c in discs:
+                if (x - cx) ** 2 + (y - cy) ** 2 < r * r:
+                    pixel = c
+            pixel = [max(0, min(255, v + rng.randrange(-12, 13))) for v in pixel]
+            if palette:
+                pixel = palette[(pixel[0] * 7 + pixel[1] * 3 + pixel[2]) * len(palette) // (11 * 256)]
+            out += bytes(pixel)
+    path.write_bytes(f"P6\n{width} {height}\n255\n".encode() + bytes(out))
+    kind = f"{colors}-colour palette" if colors else "24-bit"
+    return f"a {width}x{height} {kind} image (gradients, discs, noise)"

@@ -55,8 +55,9 @@ class Program:
     note: str = ""
     # What the program is for: ``batch`` (the SPEC stand-ins, which the
     # studies' batch mixes, ``BATCH``, draw from), ``server`` (the work of
-    # one request of a task with ``requests``) or ``locking`` (the cache
-    # locking study's workloads, ``LOCKING``).
+    # one request of a task with ``requests``), ``locking`` (the cache
+    # locking study's hypervisor-cache workloads, ``LOCKING``) or ``cl1``
+    # (its level-1 locking applications, ``CL1``).
     role: str = "batch"
     # Other Debian packages its input is made with: {binary: package}.
     tools: dict[str, str] = field(default_factory=dict)
@@ -189,6 +190,24 @@ def _mp3(work: Path, size: str) -> Run:
 
 LOCKING_LIMIT = {"tiny": None, "small": 8_000_000, "full": 50_000_000}
 
+def _gif(work: Path, size: str) -> Run:
+    width, height = _by_size(size, (256, 192), (640, 480), tiny=(64, 48))
+    what = inputs.image(work / "image.ppm", width, height, colors=256)
+    return Run(["pamtogif", "image.ppm"], what + "; pamtogif (GIF's LZW)")
+
+
+def _jpeg(work: Path, size: str) -> Run:
+    width, height = _by_size(size, (640, 480), (1600, 1200), tiny=(64, 48))
+    what = inputs.image(work / "image.ppm", width, height)
+    return Run(["cjpeg", "-quality", "75", "-outfile", "image.jpg", "image.ppm"], what + "; cjpeg -quality 75")
+
+
+def _mpeg3(work: Path, size: str) -> Run:
+    seconds = _by_size(size, 2, 10, tiny=0.2)
+    what = inputs.music(work / "music.wav", seconds)
+    return Run(["lame", "--quiet", "-b", "128", "music.wav", "music.mp3"], what + "; lame -b 128 (MPEG-1 layer III)")
+
+
 PROGRAMS: dict[str, Program] = {p.name: p for p in [
     Program("perlbench", "400.perlbench", "perl", "perl", _perl, _skip(5, 50)),
     Program("bzip2", "401.bzip2", "bzip2", "bzip2", _bzip2, _skip(1, 20)),
@@ -219,11 +238,18 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
             note="programs/fft.c: a radix-2 FFT and its inverse, round after round", role="locking"),
     Program("mp3", "(MP3)", "mpg123", "mpg123", _mp3, _skip(2, 5), LOCKING_LIMIT, tools={"lame": "lame"},
             note="mpg123 decoding an MP3 that lame encodes from generated music", role="locking"),
+    # Level-1 locking's applications (spec 3.1) beside fft and x264 (h264ref).
+    Program("gif", "(GIF)", "pamtogif", "netpbm", _gif, _skip(1, 2), role="cl1"),
+    Program("jpeg", "(JPEG)", "cjpeg", "libjpeg-turbo-progs", _jpeg, _skip(1, 2), role="cl1"),
+    Program("mpeg3", "(MPEG3)", "lame", "lame", _mpeg3, _skip(1, 2), role="cl1",
+            note="lame encoding generated music: MPEG-1 layer III"),
 ]}
 #: The batch programs (the SPEC stand-ins and sqlite).
 BATCH = tuple(n for n, p in PROGRAMS.items() if p.role == "batch")
-#: The cache locking study's workloads.
+#: The cache locking study's workloads, and its level-1 locking
+#: applications (FFT, GIF, JPEG, MPEG3 and, for MPEG4, x264).
 LOCKING = tuple(n for n, p in PROGRAMS.items() if p.role == "locking")
+CL1 = ("fft", "gif", "jpeg", "mpeg3", "h264ref")
 
 
 def cache_dir(size: str) -> Path:

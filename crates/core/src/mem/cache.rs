@@ -1020,6 +1020,44 @@ impl Cache {
         true
     }
 
+    /// Way locking: lock every line held in ways `0..ways` of every set
+    /// (what a preload put there); returns the lines locked.
+    pub fn lock_ways(&mut self, ways: usize) -> u64 {
+        let mut n = 0;
+        for set in 0..self.sets() {
+            for way in 0..ways.min(self.ways()) {
+                if let Some(line) = self.line_at(Slot { set, way }) {
+                    n += self.set_locked(line, true) as u64;
+                }
+            }
+        }
+        n
+    }
+
+    /// Locking by address range: lock every line held whose address is in
+    /// `first..=last`; returns the lines locked.
+    pub fn lock_range(&mut self, first: LineAddr, last: LineAddr) -> u64 {
+        let held: Vec<LineAddr> = self.lines().filter(|l| (first.0..=last.0).contains(&l.0)).collect();
+        held.into_iter().map(|l| self.set_locked(l, true) as u64).sum()
+    }
+
+    /// Clear every lock bit.
+    pub fn unlock_all(&mut self) {
+        self.locked.iter_mut().for_each(|l| *l = false);
+        self.locked_count = 0;
+    }
+
+    /// The line in `slot`, if valid.
+    pub fn line_at(&self, slot: Slot) -> Option<LineAddr> {
+        let tag = self.tags.get(slot);
+        (tag != INVALID).then_some(LineAddr(tag))
+    }
+
+    /// Whether the line in `slot` is locked.
+    pub fn is_locked(&self, slot: Slot) -> bool {
+        self.locked[self.at(slot)]
+    }
+
     /// Whether `line` is present and dirty.
     pub fn is_dirty(&self, line: LineAddr) -> bool {
         self.find(line).is_some_and(|s| self.meta[self.at(s)].dirty())
@@ -1175,6 +1213,31 @@ mod tests {
                 prop_assert_eq!(present.len(), n);
             }
         }
+    }
+
+    #[test]
+    fn way_and_range_locking_lock_what_is_held_there() {
+        // 2 sets of 4 ways: lines 0..8 fill ways 0-3 of both sets in order.
+        let mut c = cache(2, 4, "lru");
+        for l in 0..8 {
+            access(&mut c, l);
+        }
+        // Ways 0 and 1 hold 0, 2 (set 0) and 1, 3 (set 1).
+        assert_eq!(c.lock_ways(2), 4);
+        for l in 100..140 {
+            access(&mut c, l);
+        }
+        for l in 0..4 {
+            assert!(c.contains(LineAddr(l)), "line {l} is locked in");
+        }
+        c.unlock_all();
+        for l in 200..240 {
+            access(&mut c, l);
+        }
+        assert!((0..4).all(|l| !c.contains(LineAddr(l))));
+        // A range locks only what is held in it.
+        assert_eq!(c.lock_range(LineAddr(236), LineAddr(300)), 4);
+        assert!(c.is_locked(c.find(LineAddr(239)).unwrap()) && !c.is_locked(c.find(LineAddr(235)).unwrap()));
     }
 
     #[test]

@@ -5,6 +5,8 @@ Its parts (:data:`PARTS`), one module each, run in order:
 
 - ``table1`` (A1, Table 1): the 2 KB, 128 B, 8-way example's arithmetic,
   and the same count on our FFT's instruction fetches;
+- ``cl1`` (A2-A4, Figs. 10-11): level-1 locking in a 4-core processor,
+  random locking swept, the I1's size, the three strategies;
 - ``size`` (B2.1, B2.3; Tables 4, 5): miss ratio against partition size,
   with and without locking and the victim buffer;
 - ``assoc`` (B2.2, B2.4; Table 6): miss ratio against associativity at
@@ -28,6 +30,7 @@ from .common import notes
 
 PARTS = (
     Part("table1", "A1", "Table 1's arithmetic", "cachesched.studies.locking.table1"),
+    Part("cl1", "A2-A4", "Level-1 locking in a multicore", "cachesched.studies.locking.cl1"),
     Part("size", "B2.1, B2.3", "Partition size", "cachesched.studies.locking.size"),
     Part("assoc", "B2.2, B2.4", "Associativity", "cachesched.studies.locking.assoc"),
     Part("response", "B2.5", "I/O response time", "cachesched.studies.locking.response"),

@@ -60,6 +60,25 @@ def _key(params: dict, paths: list[Path]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def stored(ctx: Any, configs: list[dict], files: list[Path], compute: Any) -> list[pd.DataFrame]:
+    """``compute(config)`` of each configuration over ``files``, each kept
+    in ``store/locking/`` under a key of its params and the files (a
+    stopped study resumes, a re-run reuses), run over ``workers`` threads."""
+    folder = ctx.store / "locking"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def one(config: dict) -> pd.DataFrame:
+        path = folder / f"{_key(config['params'], files)}.json"
+        if path.exists():
+            return pd.read_json(path, orient="records")
+        df = compute(config)
+        write_text(path, df.to_json(orient="records"))
+        return df
+
+    with ThreadPoolExecutor(max_workers=max(1, ctx.workers or 1)) as pool:
+        return list(pool.map(one, configs))
+
+
 def hcache_runs(ctx: Any, configs: list[dict], paths: dict[str, Path] | None = None) -> pd.DataFrame:
     """Run each configuration (``labels`` of its own beside the hcache
     ``params``: ``{"labels": {...}, "params": {...}}``) over the workloads'
@@ -69,19 +88,7 @@ def hcache_runs(ctx: Any, configs: list[dict], paths: dict[str, Path] | None = N
 
     paths = paths or traces(ctx)
     names, files = list(paths), list(paths.values())
-    folder = ctx.store / "locking"
-    folder.mkdir(parents=True, exist_ok=True)
-
-    def one(config: dict) -> pd.DataFrame:
-        path = folder / f"{_key(config['params'], files)}.json"
-        if path.exists():
-            return pd.read_json(path, orient="records")
-        df = hcache.run(files, **config["params"])
-        write_text(path, df.to_json(orient="records"))
-        return df
-
-    with ThreadPoolExecutor(max_workers=max(1, ctx.workers or 1)) as pool:
-        results = list(pool.map(one, configs))
+    results = stored(ctx, configs, files, lambda config: hcache.run(files, **config["params"]))
     rows = [df.assign(workload=[WORKLOADS.get(n, n) for n in names], locked=df.locked.map(len), **config["labels"])
             for config, df in zip(configs, results)]
     return pd.concat(rows, ignore_index=True).drop(columns=["trace", "miss_table", "vm"])

@@ -53,17 +53,25 @@ def table(ctx) -> pd.DataFrame:
     configs += [{"labels": {"config": "lru-check", "size_kib": size // c.KiB},
                  "params": {"size_bytes": size, "ways": size // 64}} for size in c.SIZES]
     ours = c.hcache_runs(ctx, configs)[["config", "size_kib", "workload", "accesses", "misses", "miss_pct"]]
-    rows = []
     folder = ctx.store / "locking"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
     for name, path in c.traces(ctx).items():
         oracle = oracle_trace(path, folder / f"{name}-{ctx.size}.oracleGeneral")
-        for size in c.SIZES:
-            for shown, policy in LIBCACHESIM.items():
-                reader = libcachesim.TraceReader(str(oracle), libcachesim.TraceType.ORACLE_GENERAL_TRACE)
-                ratio, _ = getattr(libcachesim, policy)(cache_size=size // 64).process_trace(reader)
-                accesses = oracle.stat().st_size // 24
-                rows.append({"config": shown, "size_kib": size // c.KiB, "workload": c.WORKLOADS[name],
-                             "accesses": accesses, "misses": round(ratio * accesses), "miss_pct": 100 * ratio})
+        accesses = oracle.stat().st_size // 24
+
+        def miss_ratio(config: dict) -> pd.DataFrame:
+            reader = libcachesim.TraceReader(str(oracle), libcachesim.TraceType.ORACLE_GENERAL_TRACE)
+            cache = getattr(libcachesim, config["params"]["libcachesim"])(cache_size=config["params"]["blocks"])
+            return pd.DataFrame([{"miss_ratio": cache.process_trace(reader)[0]}])
+
+        configs = [{"labels": {"config": shown, "size_kib": size // c.KiB},
+                    "params": {"libcachesim": policy, "blocks": size // 64}}
+                   for size in c.SIZES for shown, policy in LIBCACHESIM.items()]
+        for config, df in zip(configs, c.stored(ctx, configs, [oracle], miss_ratio)):
+            ratio = float(df.miss_ratio.iloc[0])
+            rows.append({**config["labels"], "workload": c.WORKLOADS[name], "accesses": accesses,
+                         "misses": round(ratio * accesses), "miss_pct": 100 * ratio})
     return pd.concat([ours, pd.DataFrame(rows)], ignore_index=True)
 
 

@@ -193,6 +193,7 @@ LOCKING_LIMIT = {"tiny": None, "small": 8_000_000, "full": 50_000_000}
 def _gif(work: Path, size: str) -> Run:
     width, height = _by_size(size, (256, 192), (640, 480), tiny=(64, 48))
     what = inputs.image(work / "image.ppm", width, height, colors=256)
+    # Netpbm writes to stdout, which recording discards.
     return Run(["pamtogif", "image.ppm"], what + "; pamtogif (GIF's LZW)")
 
 

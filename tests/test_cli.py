@@ -65,6 +65,8 @@ def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
     assert figures["ours_tlb"] > 0 and figures["pycachesim"] > 0
     assert "NUMA, 16 threads" in proc.stdout and figures["numa"] > 0 and figures["numa_ratio"] > 0
     assert "region scheduling, one task" in proc.stdout and figures["region"] > 0 and figures["region_ratio"] > 0
+    assert "hypervisor block cache" in proc.stdout and figures["block_cache_locked"] > 0
+    assert figures["block_cache_ratio"] == figures["block_cache_locked"] / figures["block_cache_lru"]
 
 
 def test_the_progress_bar_shows_in_a_terminal_only_and_is_erased_before_the_results(run_cli):

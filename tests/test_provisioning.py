@@ -61,6 +61,15 @@ def test_the_equal_split_is_each_vms_lru_of_its_share(tmp_path):
         assert vm.first_alloc == vm.final_alloc == 50
 
 
+def test_given_shares_are_each_vms_lru_of_that_size(tmp_path):
+    streams = [random_stream(s, 2000, 40, 200) for s in (4, 5)]
+    paths = [write_msr(tmp_path / f"s{i}.csv", s) for i, s in enumerate(streams)]
+    run = hcache.provision(paths, cache_bytes=100 * 4096, policy="static", shares=[70, 20])
+    assert run.pool == 10 and run.vms.final_alloc.tolist() == [70, 20]
+    for vm, s, share in zip(run.vms.itertuples(), streams, (70, 20)):
+        assert vm.misses == lru_misses(blocks_of(s), share)
+
+
 def test_a_vm_waits_for_its_previous_request(tmp_path):
     # Hits 10 us, misses 2 x 50 + 10 + 4000 + 2000 = 6110 us. Blocks 0 and
     # 1 miss (0 - 12,220 us); block 0 again arrives at 1,000 us, starts at
@@ -127,6 +136,9 @@ def test_mrc_shares_are_the_best_split(tmp_path):
     ({"mrc_sample": 0}, "mrc_sample"),
     ({"time_scale": 0}, "time_scale"),
     ({"cache_bytes": 4096}, "cache_bytes"),
+    ({"shares": [10_000, 10_000]}, "shares: the shares sum to 20000 blocks, over the cache's 16384"),
+    ({"shares": [10]}, "shares: give one share per VM"),
+    ({"shares": [10, 10], "policy": "mrc"}, "shares: policy mrc chooses"),
 ])
 def test_bad_params_name_their_key(tmp_path, params, key):
     path = write_msr(tmp_path / "a.csv", [(0, False, 0, 4096)])

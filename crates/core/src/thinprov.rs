@@ -40,6 +40,9 @@ pub struct ProvisionParams {
     /// `static` (the equal split throughout), `dynamic` (the rules,
     /// default) or `mrc` (fixed shares from the VMs' miss-ratio curves).
     pub policy: Policy,
+    /// Each VM's share at the start, in blocks (default: the equal split);
+    /// the rest is the free pool. Not with `mrc`, which chooses them.
+    pub shares: Vec<u64>,
     /// `mrc`: the curves' SHARDS sampling rate in (0, 1] (default 1: exact).
     pub mrc_sample: f64,
     /// `mrc`: shares are whole multiples of this many blocks (default: 1/64 of the cache).
@@ -72,6 +75,7 @@ impl Default for ProvisionParams {
             hypervisor_bytes: ByteSize(0),
             line_bytes: 4096,
             policy: Policy::Dynamic,
+            shares: Vec::new(),
             mrc_sample: 1.0,
             mrc_quantum: None,
             interval: "1s".into(),
@@ -175,6 +179,21 @@ impl ProvisionParams {
         );
         if line.is_power_of_two() && self.hypervisor_bytes.0 <= self.cache_bytes.0 {
             let lines = (self.cache_bytes.0 - self.hypervisor_bytes.0) / line;
+            if !self.shares.is_empty() {
+                let total: u64 = self.shares.iter().sum();
+                let problem = if self.policy == Policy::Mrc {
+                    Some("policy mrc chooses the shares: give none".to_string())
+                } else if self.shares.len() != vms {
+                    Some(format!("give one share per VM ({vms}), not {}", self.shares.len()))
+                } else if total > lines {
+                    Some(format!("the shares sum to {total} blocks, over the cache's {lines} (less the hypervisor's)"))
+                } else {
+                    None
+                };
+                if let Some(message) = problem {
+                    issues.push("shares", "out_of_range", message);
+                }
+            }
             issues.check(
                 lines >= vms as u64,
                 "cache_bytes",
@@ -276,7 +295,10 @@ pub fn run(params: &ProvisionParams, traces: &[PathBuf]) -> Result<ProvisionRun>
         false => params.thresholds.clone(),
         true => calibrate(params, &streams, lines, interval),
     };
-    let shares = (params.policy == Policy::Mrc).then(|| mrc_shares(params, &streams, lines));
+    let shares = match params.policy {
+        Policy::Mrc => Some(mrc_shares(params, &streams, lines)),
+        _ => (!params.shares.is_empty()).then(|| params.shares.clone()),
+    };
     let mut run = simulate(params, &streams, lines, interval, thresholds, shares);
     for (vm, path) in run.vms.iter_mut().zip(traces) {
         vm.trace = path.display().to_string();

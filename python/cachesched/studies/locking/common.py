@@ -63,7 +63,8 @@ def _key(params: dict, paths: list[Path]) -> str:
 def stored(ctx: Any, configs: list[dict], files: list[Path], compute: Any) -> list[pd.DataFrame]:
     """``compute(config)`` of each configuration over ``files``, each kept
     in ``store/locking/`` under a key of its params and the files (a
-    stopped study resumes, a re-run reuses), run over ``workers`` threads."""
+    stopped study resumes, a re-run reuses), run over ``workers`` threads,
+    with a progress bar (in a terminal)."""
     folder = ctx.store / "locking"
     folder.mkdir(parents=True, exist_ok=True)
 
@@ -75,8 +76,22 @@ def stored(ctx: Any, configs: list[dict], files: list[Path], compute: Any) -> li
         write_text(path, df.to_json(orient="records"))
         return df
 
-    with ThreadPoolExecutor(max_workers=max(1, ctx.workers or 1)) as pool:
-        return list(pool.map(one, configs))
+    from ...progress import bar
+
+    update, close = bar(" runs") if ctx.progress else (lambda done, total: None, lambda: None)
+    done = [0]
+
+    def counted(config: dict) -> pd.DataFrame:
+        df = one(config)
+        done[0] += 1
+        update(done[0], len(configs))
+        return df
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, ctx.workers or 1)) as pool:
+            return list(pool.map(counted, configs))
+    finally:
+        close()
 
 
 def hcache_runs(ctx: Any, configs: list[dict], paths: dict[str, Path] | None = None) -> pd.DataFrame:

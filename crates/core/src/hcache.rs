@@ -249,11 +249,18 @@ impl HcacheParams {
 /// reference that straddles two blocks counts for its first).
 pub fn blocks(path: &Path, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<u64>> {
     let shift = line_bytes.trailing_zeros();
-    Ok(references(path)?.into_iter().filter(|a| kinds.contains(&a.kind)).map(|a| a.addr.0 >> shift).collect())
+    let mut out = Vec::new();
+    for_each_reference(path, |a| {
+        if kinds.contains(&a.kind) {
+            out.push(a.addr.0 >> shift);
+        }
+    })?;
+    Ok(out)
 }
 
-/// Every reference of a trace (any format the core reads), in order.
-pub fn references(path: &Path) -> Result<Vec<Access>> {
+/// Every reference of a trace (any format the core reads), in order,
+/// decoded a buffer at a time.
+pub fn for_each_reference(path: &Path, mut visit: impl FnMut(&Access)) -> Result<()> {
     let ctx = WorkloadCtx {
         seed: 0,
         component: "hcache".into(),
@@ -264,13 +271,12 @@ pub fn references(path: &Path) -> Result<Vec<Access>> {
     let params = TraceParams { path: path.display().to_string(), ..TraceParams::default() };
     let mut workload: Box<dyn Workload> = params.build(&ctx)?;
     let mut buf = vec![Access::default(); 1 << 14];
-    let mut out = Vec::new();
     loop {
         let n = workload.fill(&mut buf)?;
         if n == 0 {
-            return Ok(out);
+            return Ok(());
         }
-        out.extend_from_slice(&buf[..n]);
+        buf[..n].iter().for_each(&mut visit);
     }
 }
 

@@ -162,3 +162,17 @@ def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, c
     record_claims(ctx.claims, claims(df), reason, source=name)
     drawn = draw(lambda: figures(df), ctx.out)
     return Section(name, "", method=method(doc), figures=drawn, tables={name: (df, caption)})
+
+
+def part_with(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str,
+              reason: str) -> Section:
+    """:func:`part` for a ``table(ctx)`` that returns the table and what
+    only the figures draw (every request's response, every interval's
+    shares), which ``figures(df, extra)`` takes."""
+    held: dict[str, Any] = {}
+
+    def measured(ctx: Any) -> Any:
+        df, held["extra"] = table(ctx)
+        return df
+
+    return part(ctx, name, doc, measured, claims, lambda df: figures(df, held["extra"]), caption, reason)

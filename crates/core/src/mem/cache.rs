@@ -1047,6 +1047,11 @@ impl Cache {
         self.locked_count = 0;
     }
 
+    /// Whether `line`'s set has an empty way (a fill would evict nothing).
+    pub fn has_room(&self, line: LineAddr) -> bool {
+        self.tags.first_invalid(self.set_of(line)).is_some()
+    }
+
     /// The line in `slot`, if valid.
     pub fn line_at(&self, slot: Slot) -> Option<LineAddr> {
         let tag = self.tags.get(slot);

@@ -47,13 +47,9 @@ def runs(ctx, configs: list[dict], paths: dict) -> pd.DataFrame:
         r = cl1lock.run([paths[j] for j in config["jobs"]], **config["params"])
         return r.tasks.drop(columns=["trace"]).assign(mean_delay=r.mean_delay)
 
-    files = sorted(set(paths.values()))
-    keyed = [{**cf, "params": {**cf["params"], "jobs": cf["jobs"]}} for cf in configs]
-    results = c.stored(ctx, keyed, files, lambda cf: compute({**cf, "params": {k: v for k, v in cf["params"].items()
-                                                                               if k != "jobs"}}))
-    rows = []
-    for config, df in zip(configs, results):
-        rows.append(df.assign(app=[APPS[config["jobs"][j]] for j in df.job], **config["labels"]))
+    results = c.stored(ctx, configs, sorted(set(paths.values())), compute)
+    rows = [df.assign(app=[APPS[config["jobs"][j]] for j in df.job], **config["labels"])
+            for config, df in zip(configs, results)]
     return pd.concat(rows, ignore_index=True)
 
 

@@ -54,22 +54,23 @@ def traces(ctx: Any) -> dict[str, Path]:
     return found
 
 
-def _key(params: dict, paths: list[Path]) -> str:
+def _key(config: dict, paths: list[Path]) -> str:
     described = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths]
-    text = json.dumps({"params": params, "traces": described}, sort_keys=True)
+    run = {k: v for k, v in config.items() if k != "labels"}
+    text = json.dumps({"run": run, "traces": described}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def stored(ctx: Any, configs: list[dict], files: list[Path], compute: Any) -> list[pd.DataFrame]:
     """``compute(config)`` of each configuration over ``files``, each kept
-    in ``store/locking/`` under a key of its params and the files (a
+    in ``store/locking/`` under a key of all but its labels and the files (a
     stopped study resumes, a re-run reuses), run over ``workers`` threads,
     with a progress bar (in a terminal)."""
     folder = ctx.store / "locking"
     folder.mkdir(parents=True, exist_ok=True)
 
     def one(config: dict) -> pd.DataFrame:
-        path = folder / f"{_key(config['params'], files)}.json"
+        path = folder / f"{_key(config, files)}.json"
         if path.exists():
             return pd.read_json(path, orient="records")
         df = compute(config)
@@ -125,6 +126,11 @@ def notes(ctx: Any) -> str:
 def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str) -> Section:
     """:func:`..runs.part` with this study's reason for differences."""
     return runs.part(ctx, name, doc, table, claims, figures, caption, REASON)
+
+
+def part_with(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str) -> Section:
+    """:func:`..runs.part_with` with this study's reason for differences."""
+    return runs.part_with(ctx, name, doc, table, claims, figures, caption, REASON)
 
 
 def workload_panels(df: pd.DataFrame, x: str, series: dict[str, str], y: str, xlabel: str, ylabel: str,

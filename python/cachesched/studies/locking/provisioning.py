@@ -44,7 +44,7 @@ MIB = 1 << 20
 UTILIZATION = 0.6
 
 
-def runs(ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table(ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
     from ... import hcache
 
     from ... import trace
@@ -68,11 +68,6 @@ def runs(ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
             series.append(r.series.assign(cache_mib=mib, policy=policy,
                                           server=r.series.vm.map(dict(enumerate(SERVERS.values())))))
     return pd.concat(rows, ignore_index=True), pd.concat(series, ignore_index=True)
-
-
-def table(ctx):
-    df, series = runs(ctx)
-    return df, series
 
 
 def claims(df: pd.DataFrame) -> list[dict]:
@@ -136,13 +131,7 @@ def figures(df: pd.DataFrame, series: pd.DataFrame):
 
 
 def run(ctx):
-    held: dict = {}
-
-    def measured(ctx):
-        df, held["series"] = table(ctx)
-        return df
-
-    return c.part(ctx, "provisioning", __doc__, measured, claims, lambda df: figures(df, held["series"]),
-                  "Per cache size, policy and server: requests, blocks, hits, misses, completion (s), mean and 95th "
-                  "percentile response (ms), when its share first filled (s), its share first, at most and last "
-                  "(blocks), rule-4 reports, miss %, mean MiB held.")
+    return c.part_with(ctx, "provisioning", __doc__, table, claims, figures,
+                       "Per cache size, policy and server: requests, blocks, hits, misses, completion (s), mean and "
+                       "95th percentile response (ms), when its share first filled (s), its share first, at most and "
+                       "last (blocks), rule-4 reports, miss %, mean MiB held.")

@@ -101,13 +101,5 @@ def part(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, c
 
 
 def part_with(ctx: Any, name: str, doc: str, table: Any, claims: Any, figures: Any, caption: str) -> Section:
-    """:func:`part` for a ``table(ctx)`` that returns the table and what
-    only the figures draw (every request's response, every scan's pages),
-    which ``figures(df, extra)`` takes."""
-    held: dict[str, Any] = {}
-
-    def measured(ctx: Any) -> Any:
-        df, held["extra"] = table(ctx)
-        return df
-
-    return part(ctx, name, doc, measured, claims, lambda df: figures(df, held["extra"]), caption)
+    """:func:`..runs.part_with` with this study's reason for differences."""
+    return runs.part_with(ctx, name, doc, table, claims, figures, caption, REASON)

@@ -72,3 +72,15 @@ def mixed_accesses(seed: int, n: int, lines: tuple[int, int, int], sizes: tuple[
     kind = rng.choice([0, 1, 2], n, p=[0.6, 0.3, 0.1]).astype(np.uint8)
     size = rng.choice(sizes, n).astype(np.uint16)
     return {"addr": addr, "kind": kind, "size": size}
+
+
+def lru_misses(blocks, capacity: int) -> int:
+    """libCacheSim's LRU of ``capacity`` blocks over ``blocks``: its misses."""
+    import libcachesim
+
+    lru, misses = libcachesim.LRU(cache_size=capacity), 0
+    for b in blocks:
+        req = libcachesim.Request()
+        req.obj_id, req.obj_size = b, 1
+        misses += not lru.get(req)
+    return misses

@@ -8,13 +8,12 @@ trace, against what the program did."""
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 
-import libcachesim
 import pytest
 
 from cachesched import ConfigError, hcache, iorecord, trace
+from conftest import lru_misses
 
 FILETIME = 128166372003061629  # an MSR timestamp: 100 ns ticks
 
@@ -38,15 +37,6 @@ def random_stream(seed, n, hot, cold):
 
 def blocks_of(requests):
     return [b for _, _, o, n in sorted(requests, key=lambda r: r[0]) for b in range(o // 4096, (o + n - 1) // 4096 + 1)]
-
-
-def lru_misses(blocks, capacity):
-    lru, misses = libcachesim.LRU(cache_size=capacity), 0
-    for b in blocks:
-        req = libcachesim.Request()
-        req.obj_id, req.obj_size = b, 1
-        misses += not lru.get(req)
-    return misses
 
 
 def test_the_equal_split_is_each_vms_lru_of_its_share(tmp_path):

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from . import _core
+from .results import BLOCK_SERIES_COLUMNS, block_vms
 
 
 def run(traces: list[str | Path], **params: Any) -> pd.DataFrame:
@@ -55,9 +56,5 @@ def provision(traces: list[str | Path], **params: Any) -> Provisioned:
     """Run one block trace per VM through its share of the cache
     (docs/cache-locking.md, "Thin provisioning")."""
     out = json.loads(_core.provision_run(json.dumps(params), [str(t) for t in traces]))
-    vms = pd.DataFrame(out["vms"])
-    vms = vms.assign(miss_pct=100 * vms.misses / vms.blocks.where(vms.blocks > 0),
-                     full_at_s=vms.full_at_s.astype(float))
-    series = pd.DataFrame(out["series"], columns=["time_s", "vm", "alloc", "used", "requests", "misses", "borrowed",
-                                                  "released"])
-    return Provisioned(vms, series, pd.DataFrame(out["thresholds"]), out["lines"], out["pool"])
+    series = pd.DataFrame(out["series"], columns=BLOCK_SERIES_COLUMNS)
+    return Provisioned(block_vms(out["vms"]), series, pd.DataFrame(out["thresholds"]), out["lines"], out["pool"])

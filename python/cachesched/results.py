@@ -20,6 +20,17 @@ COUNTS = ("accesses", "instructions", "stall_cycles", "overhead_cycles", "tlb_mi
 EVENT_COLUMNS = ["time", "core", "task", "event", "from", "to", "locality", "timing"]
 
 
+BLOCK_SERIES_COLUMNS = ["time_s", "vm", "alloc", "used", "requests", "misses", "borrowed", "released"]
+
+
+def block_vms(rows: list[dict]) -> pd.DataFrame:
+    """A block cache's VMs (one row each, as the core gives them), with
+    ``miss_pct``: misses per block requested, in percent."""
+    vms = pd.DataFrame(rows, columns=None if rows else ["vm", "trace", "requests", "blocks", "hits", "misses"])
+    return vms.assign(miss_pct=100 * vms.misses / vms.blocks.where(vms.blocks > 0),
+                      full_at_s=vms.get("full_at_s", pd.Series(dtype=float)).astype(float))
+
+
 class Results:
     """What a run reports.
 
@@ -323,6 +334,23 @@ class Results:
         return df.assign(response=df.end - df.arrival, wait=df.start - df.arrival)
 
     @property
+    def block_vms(self) -> pd.DataFrame:
+        """With a ``[block_cache]``: one row per VM, a task with ``io``
+        (``vm``, ``task``, ``trace``, ``requests``, ``blocks``, ``hits``,
+        ``misses``, ``miss_pct``, ``completion_s``: from its first request
+        to its last one's end, ``mean_response_ms``, ``p95_response_ms``,
+        ``full_at_s``, ``first_alloc``, ``peak_alloc``, ``final_alloc``
+        in blocks, ``replacement_flags``); see docs/cache-locking.md."""
+        return block_vms((self._data.get("block_cache") or {}).get("vms", []))
+
+    @property
+    def block_series(self) -> pd.DataFrame:
+        """With a ``[block_cache]``: one row per VM at the end of each
+        provisioning interval (``time_s``, ``vm``, ``alloc``, ``used`` in
+        blocks, ``requests``, ``misses``, ``borrowed``, ``released``)."""
+        return pd.DataFrame((self._data.get("block_cache") or {}).get("series", []), columns=BLOCK_SERIES_COLUMNS)
+
+    @property
     def mechanisms(self) -> pd.DataFrame:
         """One row per mechanism of the run (``mechanisms`` in the config, in
         order): ``index``, ``kind`` and its counters, one column each (NaN
@@ -359,6 +387,8 @@ class Results:
             tables["requests"] = self.requests
         if self._data.get("series"):
             tables["series"] = self.series
+        if self._data.get("block_cache"):
+            tables["block_vms"], tables["block_series"] = self.block_vms, self.block_series
         return tables
 
     def to_arrow(self) -> dict[str, "pyarrow.Table"]:  # noqa: F821

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Issues, Result};
-use crate::mem::partition::{miss_table, Counts, MissCounter, Partition, Probability};
+use crate::mem::partition::{miss_table, Counts, IoParams, MissCounter, Partition, Probability};
 use crate::trace::blockio::{self, BlockFormat};
 use crate::trace::file::TraceParams;
 use crate::trace::{Workload, WorkloadCtx};
@@ -51,7 +51,7 @@ pub struct HcacheParams {
     /// Which references of a trace are requests (default loads only, as
     /// the dissertation's filter keeps lackey's `L` lines); of a block
     /// trace, `load` stands for reads and `store` for writes.
-    pub kinds: Vec<KindName>,
+    pub kinds: Vec<AccessKind>,
     /// The traces are block I/O traces in this layout (`msr`, `tencent`,
     /// `alibaba`); none: memory-reference traces.
     pub block_format: Option<BlockFormat>,
@@ -73,7 +73,7 @@ impl Default for HcacheParams {
             victim_buffer: 0,
             carve_out: false,
             replacement: Replacement::default(),
-            kinds: vec![KindName::Load],
+            kinds: vec![AccessKind::Load],
             block_format: None,
             io: IoParams::default(),
         }
@@ -86,25 +86,6 @@ impl Default for HcacheParams {
 pub enum TableMode {
     TwoPass,
     Online,
-}
-
-/// A reference kind, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KindName {
-    Load,
-    Store,
-    Ifetch,
-}
-
-impl KindName {
-    pub fn kind(self) -> AccessKind {
-        match self {
-            KindName::Load => AccessKind::Load,
-            KindName::Store => AccessKind::Store,
-            KindName::Ifetch => AccessKind::Ifetch,
-        }
-    }
 }
 
 /// The replacement policy of every partition.
@@ -140,33 +121,6 @@ pub enum PolicyName {
 pub enum Fallback {
     Lru,
     Bypass,
-}
-
-/// The cost of a miss (spec 1.7, eq. 4): `2 T_FC + T_cc + (1 - h_cc) (T_seek + T_rot)`,
-/// in microseconds; a hit costs nothing. The dissertation gives no values:
-/// the defaults are the spec's (a 15k RPM disk behind Fibre Channel).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct IoParams {
-    pub fc_us: f64,
-    pub controller_us: f64,
-    pub seek_us: f64,
-    pub rotation_us: f64,
-    /// The disk-array controller cache's hit ratio, in [0, 1].
-    pub controller_hit: f64,
-}
-
-impl Default for IoParams {
-    fn default() -> Self {
-        IoParams { fc_us: 50.0, controller_us: 10.0, seek_us: 4000.0, rotation_us: 2000.0, controller_hit: 0.0 }
-    }
-}
-
-impl IoParams {
-    /// The expected cost of one miss, in microseconds.
-    pub fn miss_us(&self) -> f64 {
-        2.0 * self.fc_us + self.controller_us + (1.0 - self.controller_hit) * (self.seek_us + self.rotation_us)
-    }
 }
 
 /// One VM's run.
@@ -287,17 +241,27 @@ const DEVICE_SHIFT: u32 = 48;
 /// of `kinds` (reads as loads, writes as stores) covers, the device's index
 /// in the top bits so that devices' blocks differ.
 pub fn block_requests(path: &Path, format: BlockFormat, kinds: &[AccessKind], line_bytes: u32) -> Result<Vec<u64>> {
-    Ok(request_blocks(path, format, kinds, line_bytes)?.into_iter().flat_map(|(_, blocks)| blocks).collect())
+    Ok(request_blocks(path, format, kinds, line_bytes)?.into_iter().flat_map(|r| r.blocks).collect())
 }
 
-/// The requests of a block trace of `kinds`, each as its time (ns after
-/// the first) and the blocks it covers (see [`block_requests`]).
+/// One request of a block trace, in blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockReq {
+    /// Nanoseconds after the trace's first request.
+    pub time_ns: u64,
+    /// The response time the trace recorded, if it did.
+    pub response_ns: Option<u64>,
+    /// The blocks it covers (see [`block_requests`]).
+    pub blocks: std::ops::RangeInclusive<u64>,
+}
+
+/// The requests of a block trace of `kinds`, in the trace's order.
 pub fn request_blocks(
     path: &Path,
     format: BlockFormat,
     kinds: &[AccessKind],
     line_bytes: u32,
-) -> Result<Vec<(u64, std::ops::RangeInclusive<u64>)>> {
+) -> Result<Vec<BlockReq>> {
     let trace = blockio::read(path, format)?;
     let shift = line_bytes.trailing_zeros();
     let mut out = Vec::new();
@@ -315,7 +279,8 @@ pub fn request_blocks(
             return Err(Error::config("block_format", "out_of_range", message));
         };
         let device = (r.device as u64) << DEVICE_SHIFT;
-        out.push((r.time_ns, device | r.offset >> shift..=device | end >> shift));
+        let blocks = device | r.offset >> shift..=device | end >> shift;
+        out.push(BlockReq { time_ns: r.time_ns, response_ns: r.response_ns, blocks });
     }
     Ok(out)
 }
@@ -326,15 +291,15 @@ pub fn run(params: &HcacheParams, traces: &[PathBuf]) -> Result<Vec<VmResult>> {
     if traces.is_empty() {
         return Err(Error::config("traces", "out_of_range", "give at least one trace, one per VM"));
     }
-    let kinds: Vec<AccessKind> = params.kinds.iter().map(|k| k.kind()).collect();
+    let kinds = &params.kinds;
     let (sets, ways) = (params.sets(), params.ways as usize);
     traces
         .iter()
         .enumerate()
         .map(|(vm, path)| {
             let blocks = match params.block_format {
-                Some(format) => block_requests(path, format, &kinds, params.line_bytes)?,
-                None => blocks(path, &kinds, params.line_bytes)?,
+                Some(format) => block_requests(path, format, kinds, params.line_bytes)?,
+                None => blocks(path, kinds, params.line_bytes)?,
             };
             let mut result = simulate(params, &blocks, sets, ways);
             (result.vm, result.trace) = (vm as u32, path.display().to_string());

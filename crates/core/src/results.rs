@@ -17,6 +17,7 @@ use crate::mech::{RegionRow, SeriesRow};
 use crate::mem::cache::CacheStats;
 use crate::mem::machine::{SampledPage, Traffic};
 use crate::mem::tlb::TlbStats;
+use crate::thinprov::ProvisionRun;
 
 fn ratio(a: f64, b: u64) -> f64 {
     if b > 0 {
@@ -429,6 +430,11 @@ pub struct Results {
     /// index (none: left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<RequestRow>,
+    /// The hypervisor's block cache and the VMs' requests through it
+    /// (`[block_cache]`; none: left out). Its times are in seconds of the
+    /// run from its start, warm-up included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_cache: Option<ProvisionRun>,
 }
 
 /// The counters of one mechanism of the run.

@@ -17,199 +17,21 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::error::{Error, Issues, Result};
-use crate::hcache::{request_blocks, IoParams, KindName};
+use crate::error::{Error, Result};
+use crate::hcache::request_blocks;
 use crate::mem::blocklru::BlockLru;
-use crate::mem::provisioning::{Action, Interval, Provisioning, Thresholds};
-use crate::trace::blockio::BlockFormat;
+use crate::mem::provisioning::{Action, Interval, Policy, ProvisionParams, Provisioning, Thresholds};
 use crate::trace::mrc::{MrcOptions, MrcPass};
-use crate::units::{Budget, ByteSize, Span};
-
-/// Params of a thin-provisioning run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ProvisionParams {
-    /// The whole cache, `C` (default 64 MiB).
-    pub cache_bytes: ByteSize,
-    /// The hypervisor's own share, `C_h` (default none).
-    pub hypervisor_bytes: ByteSize,
-    /// Block size (default 4 KiB, a page of the host's cache).
-    pub line_bytes: u32,
-    /// `static` (the equal split throughout), `dynamic` (the rules,
-    /// default) or `mrc` (fixed shares from the VMs' miss-ratio curves).
-    pub policy: Policy,
-    /// Each VM's share at the start, in blocks (default: the equal split);
-    /// the rest is the free pool. Not with `mrc`, which chooses them.
-    pub shares: Vec<u64>,
-    /// `mrc`: the curves' SHARDS sampling rate in (0, 1] (default 1: exact).
-    pub mrc_sample: f64,
-    /// `mrc`: shares are whole multiples of this many blocks (default: 1/64 of the cache).
-    pub mrc_quantum: Option<u64>,
-    /// `Δt`, between two applications of the rules (default 1 s).
-    pub interval: String,
-    /// Each VM's thresholds; none: measured (see [`calibrate`]).
-    pub thresholds: Vec<Thresholds>,
-    /// Measured thresholds: `C_Threshold` as a share of the equal split (default 1/16).
-    pub threshold_share: f64,
-    /// What a block found in the cache costs, in microseconds (default 10:
-    /// a copy out of the host's memory and the hypervisor's path).
-    pub hit_us: f64,
-    /// What a miss costs (spec 1.7, eq. 4).
-    pub io: IoParams,
-    /// The traces' times are stretched by this (default 1): one factor,
-    /// or one per VM.
-    pub time_scale: TimeScale,
-    /// Which requests go through the cache (default reads and writes:
-    /// a written block is cached).
-    pub kinds: Vec<KindName>,
-    /// The traces' layout.
-    pub block_format: BlockFormat,
-}
-
-impl Default for ProvisionParams {
-    fn default() -> Self {
-        ProvisionParams {
-            cache_bytes: ByteSize(64 << 20),
-            hypervisor_bytes: ByteSize(0),
-            line_bytes: 4096,
-            policy: Policy::Dynamic,
-            shares: Vec::new(),
-            mrc_sample: 1.0,
-            mrc_quantum: None,
-            interval: "1s".into(),
-            thresholds: Vec::new(),
-            threshold_share: 1.0 / 16.0,
-            hit_us: 10.0,
-            io: IoParams::default(),
-            time_scale: TimeScale::All(1.0),
-            kinds: vec![KindName::Load, KindName::Store],
-            block_format: BlockFormat::Msr,
-        }
-    }
-}
-
-/// One factor for every VM's times, or one per VM.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum TimeScale {
-    All(f64),
-    PerVm(Vec<f64>),
-}
-
-impl TimeScale {
-    fn of(&self, vm: usize) -> f64 {
-        match self {
-            TimeScale::All(f) => *f,
-            TimeScale::PerVm(fs) => fs[vm],
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    Static,
-    Dynamic,
-    Mrc,
-}
-
-impl ProvisionParams {
-    /// Check every key, naming the problems; returns the interval in ns.
-    pub fn validate(&self, vms: usize) -> Result<u64> {
-        let mut issues = Issues::default();
-        let line = self.line_bytes as u64;
-        issues.check(line.is_power_of_two(), "line_bytes", "out_of_range", "expected a power of two");
-        issues.check(
-            self.hypervisor_bytes.0 <= self.cache_bytes.0,
-            "hypervisor_bytes",
-            "out_of_range",
-            format!(
-                "the hypervisor's {} B are more than the cache's {} B",
-                self.hypervisor_bytes.0, self.cache_bytes.0
-            ),
-        );
-        let interval = match Span::parse(&self.interval).map(|s| s.resolve(1.0)) {
-            Ok(Budget::Cycles(ns)) if ns > 0 => ns,
-            Ok(_) => {
-                issues.push("interval", "out_of_range", "expected a time above zero, such as \"1s\" or \"500ms\"");
-                0
-            }
-            Err(e) => {
-                issues.push("interval", "invalid_value", e);
-                0
-            }
-        };
-        issues.check(
-            self.threshold_share > 0.0 && self.threshold_share < 1.0,
-            "threshold_share",
-            "out_of_range",
-            format!("expected a share in (0, 1), got {}", self.threshold_share),
-        );
-        issues.check(
-            self.mrc_sample > 0.0 && self.mrc_sample <= 1.0,
-            "mrc_sample",
-            "out_of_range",
-            format!("expected a rate in (0, 1], got {}", self.mrc_sample),
-        );
-        issues.check(self.mrc_quantum != Some(0), "mrc_quantum", "out_of_range", "expected at least 1 block");
-        issues.check(self.hit_us >= 0.0, "hit_us", "out_of_range", "expected a time of at least 0");
-        match &self.time_scale {
-            TimeScale::All(f) => issues.check(*f > 0.0, "time_scale", "out_of_range", "expected a factor above 0"),
-            TimeScale::PerVm(fs) => issues.check(
-                fs.len() == vms && fs.iter().all(|&f| f > 0.0),
-                "time_scale",
-                "out_of_range",
-                format!("expected a factor above 0, or one per VM ({vms})"),
-            ),
-        }
-        issues.check(
-            (0.0..=1.0).contains(&self.io.controller_hit),
-            "io.controller_hit",
-            "out_of_range",
-            "expected a ratio in [0, 1]",
-        );
-        issues.check(!self.kinds.is_empty(), "kinds", "out_of_range", "give at least one kind of request");
-        issues.check(
-            self.thresholds.is_empty() || self.thresholds.len() == vms,
-            "thresholds",
-            "out_of_range",
-            format!("give one row per VM ({vms}), or none to measure them"),
-        );
-        if line.is_power_of_two() && self.hypervisor_bytes.0 <= self.cache_bytes.0 {
-            let lines = (self.cache_bytes.0 - self.hypervisor_bytes.0) / line;
-            if !self.shares.is_empty() {
-                let total: u64 = self.shares.iter().sum();
-                let problem = if self.policy == Policy::Mrc {
-                    Some("policy mrc chooses the shares: give none".to_string())
-                } else if self.shares.len() != vms {
-                    Some(format!("give one share per VM ({vms}), not {}", self.shares.len()))
-                } else if total > lines {
-                    Some(format!("the shares sum to {total} blocks, over the cache's {lines} (less the hypervisor's)"))
-                } else {
-                    None
-                };
-                if let Some(message) = problem {
-                    issues.push("shares", "out_of_range", message);
-                }
-            }
-            issues.check(
-                lines >= vms as u64,
-                "cache_bytes",
-                "out_of_range",
-                format!("{lines} blocks of {line} B cannot be shared by {vms} VMs"),
-            );
-        }
-        issues.finish()?;
-        Ok(interval)
-    }
-}
 
 /// One VM's run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VmRun {
     pub vm: u32,
+    /// In a run of the engine, the task that issued its requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<u32>,
     pub trace: String,
     pub requests: u64,
     /// Blocks requested, hit and missed.
@@ -258,33 +80,56 @@ pub struct ProvisionRun {
     pub pool: u64,
 }
 
-/// A VM's requests: arrival (ns, stretched) and its blocks.
+/// A VM's requests: arrival (ns, stretched), its think time and its blocks.
 struct Stream {
     arrivals: Vec<u64>,
+    /// The time between the end of request `i - 1` (its arrival plus the
+    /// response time the trace recorded, if any) and the arrival of `i`
+    /// (stretched; 0 for the first): the VM's work between two requests.
+    think: Vec<u64>,
     /// Request `i`'s blocks are `blocks[starts[i]..starts[i + 1]]`.
     starts: Vec<usize>,
     blocks: Vec<u64>,
 }
 
+impl Stream {
+    fn request(&self, i: usize) -> &[u64] {
+        &self.blocks[self.starts[i]..self.starts[i + 1]]
+    }
+}
+
 fn stream(path: &Path, params: &ProvisionParams, scale: f64) -> Result<Stream> {
-    let kinds: Vec<_> = params.kinds.iter().map(|k| k.kind()).collect();
-    let mut requests = request_blocks(path, params.block_format, &kinds, params.line_bytes)?;
-    requests.sort_by_key(|(time, _)| *time);
-    let mut s = Stream { arrivals: Vec::new(), starts: vec![0], blocks: Vec::new() };
-    for (time, blocks) in requests {
-        s.arrivals.push((time as f64 * scale).round() as u64);
-        s.blocks.extend(blocks);
+    let mut requests = request_blocks(path, params.block_format, &params.kinds, params.line_bytes)?;
+    requests.sort_by_key(|r| r.time_ns);
+    let mut s = Stream { arrivals: Vec::new(), think: Vec::new(), starts: vec![0], blocks: Vec::new() };
+    let mut ended = 0u64;
+    for r in requests {
+        s.think.push(if s.arrivals.is_empty() { 0 } else { r.time_ns.saturating_sub(ended) });
+        ended = ended.max(r.time_ns + r.response_ns.unwrap_or(0));
+        s.arrivals.push(r.time_ns);
+        s.blocks.extend(r.blocks);
         s.starts.push(s.blocks.len());
     }
+    let stretch = |t: &mut u64| *t = (*t as f64 * scale).round() as u64;
+    s.arrivals.iter_mut().chain(s.think.iter_mut()).for_each(stretch);
     Ok(s)
 }
 
-/// Run the VMs' block traces (`traces[i]` is VM `i`'s) through the cache.
-pub fn run(params: &ProvisionParams, traces: &[PathBuf]) -> Result<ProvisionRun> {
+/// Everything a run needs before its first request: the VMs' streams, the
+/// blocks they share, the interval, the thresholds and the starting shares.
+struct Setup {
+    streams: Vec<Stream>,
+    lines: u64,
+    interval: u64,
+    thresholds: Vec<Thresholds>,
+    shares: Option<Vec<u64>>,
+}
+
+fn setup(params: &ProvisionParams, traces: &[PathBuf], key: &str, loc: &str) -> Result<Setup> {
     if traces.is_empty() {
-        return Err(Error::config("traces", "out_of_range", "give at least one block trace, one per VM"));
+        return Err(Error::config(key, "out_of_range", "give at least one block trace, one per VM"));
     }
-    let interval = params.validate(traces.len())?;
+    let interval = params.validate(traces.len(), loc)?;
     let streams = traces
         .iter()
         .enumerate()
@@ -299,11 +144,69 @@ pub fn run(params: &ProvisionParams, traces: &[PathBuf]) -> Result<ProvisionRun>
         Policy::Mrc => Some(mrc_shares(params, &streams, lines)),
         _ => (!params.shares.is_empty()).then(|| params.shares.clone()),
     };
-    let mut run = simulate(params, &streams, lines, interval, thresholds, shares);
+    Ok(Setup { streams, lines, interval, thresholds, shares })
+}
+
+/// Run the VMs' block traces (`traces[i]` is VM `i`'s) through the cache,
+/// each request arriving at its (stretched) time in the trace.
+pub fn run(params: &ProvisionParams, traces: &[PathBuf]) -> Result<ProvisionRun> {
+    let Setup { streams, lines, interval, thresholds, shares } = setup(params, traces, "traces", "")?;
+    let mut run = replay(params, &streams, lines, interval, thresholds, shares);
+    name_traces(&mut run, traces);
+    Ok(run)
+}
+
+fn name_traces(run: &mut ProvisionRun, traces: &[PathBuf]) {
     for (vm, path) in run.vms.iter_mut().zip(traces) {
         vm.trace = path.display().to_string();
     }
-    Ok(run)
+}
+
+/// The cache in a run of the engine: each VM's requests issued by its task
+/// (see `engine::io`), request `i` once the task has run for the request's
+/// think time since request `i - 1` was served; the cache serves it when
+/// it is issued.
+pub struct BlockCache {
+    pool: Pool,
+    streams: Vec<Stream>,
+    traces: Vec<PathBuf>,
+}
+
+impl BlockCache {
+    /// The cache of `params` (found at `loc`) for the VMs whose traces are
+    /// `traces`. The thresholds, if measured, and `mrc`'s shares come from
+    /// the traces' recorded times (as in [`run`]).
+    pub fn new(params: &ProvisionParams, traces: Vec<PathBuf>, loc: &str) -> Result<BlockCache> {
+        let Setup { streams, lines, interval, thresholds, shares } = setup(params, &traces, "tasks", loc)?;
+        let pool = Pool::new(params, lines, interval, thresholds, shares);
+        Ok(BlockCache { pool, streams, traces })
+    }
+
+    /// VM `vm`'s requests.
+    pub fn requests(&self, vm: usize) -> usize {
+        self.streams[vm].arrivals.len()
+    }
+
+    /// The time, in ns, VM `vm` works before it issues request `i`, if it has one.
+    pub fn think_ns(&self, vm: usize, i: usize) -> Option<u64> {
+        self.streams[vm].think.get(i).copied()
+    }
+
+    /// VM `vm` issues its request `i` at `now` (ns): when it has been served.
+    pub fn serve(&mut self, vm: usize, i: usize, now: u64) -> u64 {
+        self.pool.serve(vm, now, now, self.streams[vm].request(i))
+    }
+
+    /// The run's figures, the intervals closed up to the last request;
+    /// `tasks[v]` issued VM `v`'s requests.
+    pub fn finish(self, tasks: &[u32]) -> ProvisionRun {
+        let mut run = self.pool.finish();
+        name_traces(&mut run, &self.traces);
+        for (vm, &task) in run.vms.iter_mut().zip(tasks) {
+            vm.task = Some(task);
+        }
+        run
+    }
 }
 
 /// The thresholds spec 1.2 measures under a heavy workload: each VM's
@@ -316,7 +219,7 @@ fn calibrate(params: &ProvisionParams, streams: &[Stream], lines: u64, interval:
     let placeholder = vec![Thresholds { requests: 0, misses: 0, lines: quantum }; streams.len()];
     let mut fixed = params.clone();
     fixed.policy = Policy::Static;
-    let base = simulate(&fixed, streams, lines, interval, placeholder, None);
+    let base = replay(&fixed, streams, lines, interval, placeholder, None);
     let median = |mut v: Vec<u64>| -> u64 {
         v.sort_unstable();
         v.get(v.len() / 2).copied().unwrap_or(0)
@@ -335,14 +238,14 @@ fn calibrate(params: &ProvisionParams, streams: &[Stream], lines: u64, interval:
 
 /// One VM as it runs.
 struct Vm {
-    next: usize,
-    free_at: u64,
     cache: BlockLru,
+    /// When its previous request ended (the next cannot start before).
+    free_at: u64,
+    first_arrival: Option<u64>,
     requests: u64,
     hits: u64,
     misses: u64,
     responses: Vec<u64>,
-    last_end: u64,
     now: Interval,
     full_at: Option<u64>,
     peak: u64,
@@ -392,7 +295,8 @@ fn mrc_shares(params: &ProvisionParams, streams: &[Stream], lines: u64) -> Vec<u
     given.iter().map(|&q| q * quantum).collect()
 }
 
-fn simulate(
+/// The VMs' requests, each at its arrival, in order of their start.
+fn replay(
     params: &ProvisionParams,
     streams: &[Stream],
     lines: u64,
@@ -400,139 +304,189 @@ fn simulate(
     thresholds: Vec<Thresholds>,
     shares: Option<Vec<u64>>,
 ) -> ProvisionRun {
-    let mut prov = Provisioning::new(lines, thresholds.clone());
-    if let Some(shares) = shares {
-        prov.pool = lines - shares.iter().sum::<u64>();
-        prov.alloc = shares;
-    }
-    let (hit_ns, miss_ns) = ((params.hit_us * 1e3).round() as u64, (params.io.miss_us() * 1e3).round() as u64);
-    let mut vms: Vec<Vm> = prov
-        .alloc
-        .iter()
-        .map(|&a| Vm {
-            next: 0,
-            free_at: 0,
-            cache: BlockLru::new(a),
-            requests: 0,
-            hits: 0,
-            misses: 0,
-            responses: Vec::new(),
-            last_end: 0,
-            now: Interval::default(),
-            full_at: None,
-            peak: a,
-            flags: 0,
-        })
-        .collect();
-    let first_alloc = prov.alloc.clone();
-    let mut series = Vec::new();
-    let mut boundary = interval;
-    let start_of = |vm: &Vm, s: &Stream| s.arrivals.get(vm.next).map(|&a| a.max(vm.free_at));
+    let mut pool = Pool::new(params, lines, interval, thresholds, shares);
+    let mut next = vec![0usize; streams.len()];
     loop {
-        let next = (0..vms.len()).filter_map(|v| start_of(&vms[v], &streams[v]).map(|t| (t, v))).min();
-        let Some((start, v)) = next else { break };
-        while start >= boundary {
-            close(params, &mut prov, &mut vms, &mut series, boundary);
-            boundary += interval;
+        let start_of = |v: usize| streams[v].arrivals.get(next[v]).map(|&a| (a.max(pool.vms[v].free_at), v));
+        let Some((start, v)) = (0..streams.len()).filter_map(start_of).min() else { break };
+        let i = next[v];
+        pool.serve(v, streams[v].arrivals[i], start, streams[v].request(i));
+        next[v] += 1;
+    }
+    pool.finish()
+}
+
+/// The cache's shares and the VMs' figures as requests are served.
+struct Pool {
+    policy: Policy,
+    lines: u64,
+    hit_ns: u64,
+    miss_ns: u64,
+    interval: u64,
+    /// The end of the interval in progress.
+    boundary: u64,
+    prov: Provisioning,
+    first_alloc: Vec<u64>,
+    vms: Vec<Vm>,
+    series: Vec<SeriesRow>,
+}
+
+impl Pool {
+    fn new(
+        params: &ProvisionParams,
+        lines: u64,
+        interval: u64,
+        thresholds: Vec<Thresholds>,
+        shares: Option<Vec<u64>>,
+    ) -> Pool {
+        let mut prov = Provisioning::new(lines, thresholds);
+        if let Some(shares) = shares {
+            prov.pool = lines - shares.iter().sum::<u64>();
+            prov.alloc = shares;
         }
-        let (vm, s) = (&mut vms[v], &streams[v]);
-        let mut end = start;
-        for &b in &s.blocks[s.starts[vm.next]..s.starts[vm.next + 1]] {
+        let vms = (prov.alloc.iter())
+            .map(|&a| Vm {
+                cache: BlockLru::new(a),
+                free_at: 0,
+                first_arrival: None,
+                requests: 0,
+                hits: 0,
+                misses: 0,
+                responses: Vec::new(),
+                now: Interval::default(),
+                full_at: None,
+                peak: a,
+                flags: 0,
+            })
+            .collect();
+        Pool {
+            policy: params.policy,
+            lines,
+            hit_ns: (params.hit_us * 1e3).round() as u64,
+            miss_ns: (params.io.miss_us() * 1e3).round() as u64,
+            interval,
+            boundary: interval,
+            first_alloc: prov.alloc.clone(),
+            prov,
+            vms,
+            series: Vec::new(),
+        }
+    }
+
+    /// VM `v`'s request, arrived at `arrival` and begun at `start` (not
+    /// before its previous one ended), over `blocks`: when it ends. The
+    /// intervals that ended before `start` close first.
+    fn serve(&mut self, v: usize, arrival: u64, start: u64, blocks: &[u64]) -> u64 {
+        while start >= self.boundary {
+            self.close(self.boundary);
+            self.boundary += self.interval;
+        }
+        let vm = &mut self.vms[v];
+        let mut end = start.max(vm.free_at);
+        for &b in blocks {
             if vm.cache.access(b) {
                 vm.hits += 1;
-                end += hit_ns;
+                end += self.hit_ns;
             } else {
                 vm.misses += 1;
                 vm.now.misses += 1;
-                end += miss_ns;
+                end += self.miss_ns;
             }
         }
-        vm.responses.push(end - s.arrivals[vm.next]);
-        (vm.free_at, vm.last_end) = (end, end);
+        vm.first_arrival.get_or_insert(arrival);
+        vm.responses.push(end - arrival);
+        vm.free_at = end;
         vm.requests += 1;
         vm.now.requests += 1;
-        vm.next += 1;
+        end
     }
-    close(params, &mut prov, &mut vms, &mut series, boundary);
-    let vms = vms
-        .into_iter()
-        .zip(streams)
-        .enumerate()
-        .map(|(i, (mut vm, s))| {
-            let first = s.arrivals.first().copied().unwrap_or(0);
-            vm.responses.sort_unstable();
-            let n = vm.responses.len();
-            let mean = if n > 0 { vm.responses.iter().sum::<u64>() as f64 / n as f64 } else { 0.0 };
-            let p95 = if n > 0 { vm.responses[(95 * n).div_ceil(100) - 1] as f64 } else { 0.0 };
-            VmRun {
-                vm: i as u32,
-                trace: String::new(),
-                requests: vm.requests,
-                blocks: vm.hits + vm.misses,
-                hits: vm.hits,
-                misses: vm.misses,
-                completion_s: vm.last_end.saturating_sub(first) as f64 * 1e-9,
-                mean_response_ms: mean * 1e-6,
-                p95_response_ms: p95 * 1e-6,
-                full_at_s: vm.full_at.map(|t| t as f64 * 1e-9),
-                first_alloc: first_alloc[i],
-                peak_alloc: vm.peak,
-                final_alloc: vm.cache.capacity(),
-                replacement_flags: vm.flags,
-            }
-        })
-        .collect();
-    ProvisionRun { vms, series, thresholds, lines, pool: prov.pool }
-}
 
-/// The end of the interval at `time`: every VM measured, the rules
-/// applied (dynamic), the shares resized, a series row per VM.
-fn close(params: &ProvisionParams, prov: &mut Provisioning, vms: &mut [Vm], series: &mut Vec<SeriesRow>, time: u64) {
-    let seen: Vec<Interval> = vms.iter().map(|vm| Interval { used: vm.cache.len(), ..vm.now }).collect();
-    let actions = match params.policy {
-        Policy::Static | Policy::Mrc => Vec::new(),
-        Policy::Dynamic => prov.step(&seen),
-    };
-    let (mut borrowed, mut released) = (vec![0u64; vms.len()], vec![0u64; vms.len()]);
-    for a in actions {
-        match a {
-            Action::Borrow { vm, from, lines } => {
-                borrowed[vm] += lines;
-                if let Some(d) = from {
-                    released[d] += lines;
+    /// The last interval closed; every VM's figures.
+    fn finish(mut self) -> ProvisionRun {
+        self.close(self.boundary);
+        let vms = (self.vms.into_iter().enumerate())
+            .map(|(i, mut vm)| {
+                let first = vm.first_arrival.unwrap_or(0);
+                vm.responses.sort_unstable();
+                let n = vm.responses.len();
+                let mean = if n > 0 { vm.responses.iter().sum::<u64>() as f64 / n as f64 } else { 0.0 };
+                let p95 = if n > 0 { vm.responses[(95 * n).div_ceil(100) - 1] as f64 } else { 0.0 };
+                VmRun {
+                    vm: i as u32,
+                    task: None,
+                    trace: String::new(),
+                    requests: vm.requests,
+                    blocks: vm.hits + vm.misses,
+                    hits: vm.hits,
+                    misses: vm.misses,
+                    completion_s: vm.free_at.saturating_sub(first) as f64 * 1e-9,
+                    mean_response_ms: mean * 1e-6,
+                    p95_response_ms: p95 * 1e-6,
+                    full_at_s: vm.full_at.map(|t| t as f64 * 1e-9),
+                    first_alloc: self.first_alloc[i],
+                    peak_alloc: vm.peak,
+                    final_alloc: vm.cache.capacity(),
+                    replacement_flags: vm.flags,
                 }
-            }
-            Action::Release { vm, lines } => released[vm] += lines,
-            Action::Replacement { vm } => vms[vm].flags += 1,
-        }
+            })
+            .collect();
+        let thresholds = self.prov.thresholds.clone();
+        ProvisionRun { vms, series: self.series, thresholds, lines: self.lines, pool: self.prov.pool }
     }
-    for (v, vm) in vms.iter_mut().enumerate() {
-        if vm.full_at.is_none() && seen[v].used >= vm.cache.capacity() && vm.cache.capacity() > 0 {
-            vm.full_at = Some(time);
+
+    /// The end of the interval at `time`: every VM measured, the rules
+    /// applied (dynamic), the shares resized, a series row per VM.
+    fn close(&mut self, time: u64) {
+        let seen: Vec<Interval> = self.vms.iter().map(|vm| Interval { used: vm.cache.len(), ..vm.now }).collect();
+        let actions = match self.policy {
+            Policy::Static | Policy::Mrc => Vec::new(),
+            Policy::Dynamic => self.prov.step(&seen),
+        };
+        let n = self.vms.len();
+        let (mut borrowed, mut released) = (vec![0u64; n], vec![0u64; n]);
+        for a in actions {
+            match a {
+                Action::Borrow { vm, from, lines } => {
+                    borrowed[vm] += lines;
+                    if let Some(d) = from {
+                        released[d] += lines;
+                    }
+                }
+                Action::Release { vm, lines } => released[vm] += lines,
+                Action::Replacement { vm } => self.vms[vm].flags += 1,
+            }
         }
-        series.push(SeriesRow {
-            time_s: time as f64 * 1e-9,
-            vm: v as u32,
-            alloc: prov.alloc[v],
-            used: seen[v].used,
-            requests: seen[v].requests,
-            misses: seen[v].misses,
-            borrowed: borrowed[v],
-            released: released[v],
-        });
-        vm.cache.resize(prov.alloc[v]);
-        vm.peak = vm.peak.max(prov.alloc[v]);
-        vm.now = Interval::default();
+        for (v, vm) in self.vms.iter_mut().enumerate() {
+            if vm.full_at.is_none() && seen[v].used >= vm.cache.capacity() && vm.cache.capacity() > 0 {
+                vm.full_at = Some(time);
+            }
+            let alloc = self.prov.alloc[v];
+            self.series.push(SeriesRow {
+                time_s: time as f64 * 1e-9,
+                vm: v as u32,
+                alloc,
+                used: seen[v].used,
+                requests: seen[v].requests,
+                misses: seen[v].misses,
+                borrowed: borrowed[v],
+                released: released[v],
+            });
+            vm.cache.resize(alloc);
+            vm.peak = vm.peak.max(alloc);
+            vm.now = Interval::default();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mem::partition::IoParams;
 
     fn stream_of(requests: &[(u64, &[u64])]) -> Stream {
-        let mut s = Stream { arrivals: Vec::new(), starts: vec![0], blocks: Vec::new() };
+        let mut s = Stream { arrivals: Vec::new(), think: Vec::new(), starts: vec![0], blocks: Vec::new() };
         for (t, blocks) in requests {
+            s.think.push(0);
             s.arrivals.push(*t);
             s.blocks.extend_from_slice(blocks);
             s.starts.push(s.blocks.len());
@@ -552,7 +506,7 @@ mod tests {
         let a = stream_of(&[(0, &[1, 2]), (5_000, &[1]), (100_000, &[3, 1])]);
         let b = stream_of(&[(0, &[7])]);
         let t = vec![Thresholds { requests: 1, misses: 1, lines: 1 }; 2];
-        let run = simulate(&params, &[a, b], 4, 1_000_000_000, t, None);
+        let run = replay(&params, &[a, b], 4, 1_000_000_000, t, None);
         let vm = &run.vms[0];
         // 1 and 2 miss: 0-20 us; 1 arrives at 5 us, waits, hits: 20-21 us;
         // at 100 us 3 misses (evicting 2) and 1 hits: 100-111 us.
@@ -578,7 +532,7 @@ mod tests {
         let a = stream_of(&busy);
         let b = stream_of(&[(0, &[100])]);
         let t = vec![Thresholds { requests: 0, misses: 0, lines: 2 }, Thresholds { requests: 5, misses: 5, lines: 2 }];
-        let run = simulate(&params, &[a, b], 16, 1_000_000, t, None);
+        let run = replay(&params, &[a, b], 16, 1_000_000, t, None);
         let at_1ms: Vec<&SeriesRow> = run.series.iter().filter(|r| r.time_s == 1e-3).collect();
         assert_eq!((at_1ms[0].borrowed, at_1ms[1].released), (2, 2));
         assert_eq!((at_1ms[0].alloc, at_1ms[1].alloc), (10, 6));

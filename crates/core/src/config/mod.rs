@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::error::{Error, Issues, Result};
 use crate::mech::{MechBuild, MechanismConfig};
 use crate::mem::machine::MachineParams;
+use crate::mem::provisioning::ProvisionParams;
 use crate::plugin::{parse_at, PluginConfig};
 use crate::sched::{SchedBuild, SchedulerConfig, Topology};
 use crate::trace::WorkloadConfig;
@@ -131,6 +132,10 @@ pub struct SimConfig {
     pub run: RunParams,
     /// Time series, windows and the event log.
     pub stats: StatsParams,
+    /// The hypervisor's block cache, which the tasks with `io` (the VMs)
+    /// share (see docs/cache-locking.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_cache: Option<ProvisionParams>,
 }
 
 impl Default for SimConfig {
@@ -145,6 +150,7 @@ impl Default for SimConfig {
             mechanisms: Vec::new(),
             run: RunParams::default(),
             stats: StatsParams::default(),
+            block_cache: None,
         }
     }
 }
@@ -260,6 +266,17 @@ pub fn from_value(mut value: Value) -> Result<ValidConfig> {
             "out_of_range",
             format!("expected at most 2^40 cycles, got {cycles}"),
         );
+    }
+    // From the entries, so that one whose workload is wrong still counts.
+    let vms: usize = (config.tasks.iter().flatten()).filter(|e| e.io.is_some()).map(|e| e.count as usize).sum();
+    match &config.block_cache {
+        Some(params) if vms > 0 => drop(issues.absorb(params.validate(vms, "block_cache"))),
+        Some(_) => issues.push("block_cache", "invalid_value", "no task issues block I/O: give a task `io`"),
+        None if vms > 0 => {
+            let message = "tasks issue block I/O (`io`) but there is no [block_cache] to serve it";
+            issues.push("block_cache", "missing_field", message);
+        }
+        None => {}
     }
     let frequency = config.machine.frequency_ghz;
     let interval = instructions(config.stats.interval, "stats.interval", frequency, &mut issues);

@@ -54,6 +54,13 @@ pub struct TaskParams {
     /// whenever it ends, and the run ends when every other task has.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// A VM's block I/O: a block trace (in `block_cache.block_format`)
+    /// whose requests the task issues to the hypervisor's block cache as it
+    /// runs, each after its think time, sleeping while each is served; its
+    /// workload runs again from its start while requests remain, and it
+    /// ends when the last has been served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
 }
 
 fn one() -> u32 {
@@ -137,6 +144,8 @@ pub struct TaskSpec {
     pub requests: Option<RequestPlan>,
     /// It is a co-runner's load, replayed until the other tasks end.
     pub background: bool,
+    /// Its block trace, if it issues block I/O (a VM's).
+    pub io: Option<String>,
 }
 
 /// The single task of a config with a `[workload]` table instead of tasks.
@@ -155,6 +164,7 @@ pub fn single(workload: WorkloadConfig) -> TaskSpec {
         thread: ThreadIndex::SINGLE,
         requests: None,
         background: false,
+        io: None,
     }
 }
 
@@ -228,6 +238,12 @@ pub fn expand(
             "invalid_value",
             "a task serves requests or is a background load, not both",
         );
+        issues.check(
+            entry.io.is_none() || !(entry.background || entry.requests.is_some()),
+            field("io"),
+            "invalid_value",
+            "a task that issues block I/O is neither a server (requests) nor a background load",
+        );
         let Some(workload) = issues.absorb(WorkloadConfig::parse(&entry.workload, &field("workload"))) else {
             continue;
         };
@@ -264,6 +280,7 @@ pub fn expand(
                 thread: ThreadIndex { index: copy, count: entry.count },
                 requests,
                 background: entry.background,
+                io: entry.io.clone(),
             });
         }
     }

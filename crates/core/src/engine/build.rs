@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
+use super::io::IoStream;
 use super::requests::Server;
 use super::{CoreRun, Engine, TaskRun, POOLED_TASKS};
 use crate::config::{footprint, ValidConfig};
@@ -13,6 +14,7 @@ use crate::mech::Mechanism;
 use crate::mem::machine::{Machine, Protocol};
 use crate::results::TaskSchedCounts;
 use crate::sched::{Scheduler, TaskView};
+use crate::thinprov::BlockCache;
 use crate::trace::prefetch::Prefetched;
 use crate::trace::replay::Replay;
 use crate::trace::WorkloadCtx;
@@ -71,7 +73,7 @@ impl Engine {
                 thread: spec.thread,
             };
             let mut workload = spec.workload.build(&ctx)?;
-            if spec.requests.is_some() || spec.background {
+            if spec.requests.is_some() || spec.background || spec.io.is_some() {
                 let passes = spec.requests.map(|r| r.count);
                 workload = Box::new(Replay::new(spec.workload.clone(), ctx, workload, passes));
             }
@@ -104,6 +106,15 @@ impl Engine {
             groups[g].push(TaskId(i as u32));
             group_of[i] = Some(g);
         }
+        // The VMs of the block cache: the tasks with io, in id order.
+        let traces: Vec<PathBuf> = (config.tasks.iter().filter_map(|t| t.io.as_ref()))
+            .map(|p| base_dir.as_ref().map_or_else(|| PathBuf::from(p), |d| d.join(p)))
+            .collect();
+        let block_cache = match &config.config.block_cache {
+            Some(params) => Some(BlockCache::new(params, traces, "block_cache")?),
+            None => None,
+        };
+        let mut vms = 0..;
         let mut tasks = Vec::with_capacity(n);
         for (i, (spec, workload)) in config.tasks.iter().zip(workloads).enumerate() {
             let counts = TaskSchedCounts { asid: spec.info.asid.0, vm: spec.info.vm, ..Default::default() };
@@ -134,6 +145,7 @@ impl Engine {
                 cut: false,
                 server: spec.requests.map(|plan| Server::new(plan, seed, &format!("task{i}"))),
                 background: spec.background,
+                io: spec.io.as_ref().map(|_| IoStream::new(vms.next().expect("unbounded"))),
             });
         }
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();
@@ -162,7 +174,7 @@ impl Engine {
             && config.config.stats.interval.is_none()
             && config.config.stats.window.is_none()
             && groups.is_empty()
-            && config.tasks.iter().all(|t| t.requests.is_none());
+            && config.tasks.iter().all(|t| t.requests.is_none() && t.io.is_none());
         Ok(Engine {
             memory_limit: footprint::limit(&config.config),
             base_cpi: config.config.machine.base_cpi,
@@ -198,6 +210,7 @@ impl Engine {
             groups,
             timers: Default::default(),
             requests: Vec::new(),
+            block_cache,
         })
     }
 }

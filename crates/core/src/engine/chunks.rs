@@ -61,6 +61,8 @@ pub(super) struct TaskRun {
     pub(super) server: Option<super::requests::Server>,
     /// A co-runner's load: the run does not wait for it to end.
     pub(super) background: bool,
+    /// If it issues block I/O: its requests.
+    pub(super) io: Option<super::io::IoStream>,
 }
 
 /// What running a chunk needs of the run's settings.
@@ -114,7 +116,8 @@ impl TaskRun {
         let instr_marks =
             [core.until_instructions, self.interval.as_ref().map(|m| m.end), self.window.as_ref().map(|w| w.end)];
         let instr_room = instr_marks.into_iter().flatten().min().map(|m| m.saturating_sub(view.instructions));
-        let cycle_deadlines = [core.until_cycles, ctx.next_tick, core.mark.map(|m| m.0)];
+        let io_due = self.io.as_ref().map(|io| core.clock + io.due.saturating_sub(view.cycles));
+        let cycle_deadlines = [core.until_cycles, ctx.next_tick, core.mark.map(|m| m.0), io_due];
         let cycle_room = cycle_deadlines.into_iter().flatten().min().map(|m| m - core.clock);
         let chunk = &self.buf[self.pos..self.pos + most as usize];
         let n = cut(chunk, self.most_instrs, instr_room, cycle_room, ctx.base_cpi, ctx.max_stall);
@@ -225,6 +228,10 @@ impl Engine {
             return Ok(());
         }
         if std::mem::take(&mut self.tasks[ti].begun) > 0 && self.begin_request(c, task)? {
+            return Ok(());
+        }
+        if self.tasks[ti].io.as_ref().is_some_and(|io| self.views[ti].cycles >= io.due) {
+            self.issue(c, task);
             return Ok(());
         }
         if self.tasks[ti].pos == self.tasks[ti].len {

@@ -30,6 +30,7 @@
 mod barriers;
 mod build;
 mod chunks;
+mod io;
 mod planner;
 mod requests;
 mod rows;
@@ -49,6 +50,7 @@ use crate::mech::{EventCtx, Mechanism, PeriodCtx};
 use crate::mem::machine::Machine;
 use crate::results::{CoreTotals, IntervalRow, RequestRow, Results, SliceRow, WindowRow};
 use crate::sched::{Expiry, SchedCtx, Scheduler, TaskState, TaskView, Topology};
+use crate::thinprov::BlockCache;
 use crate::types::{Asid, CoreId, TaskId};
 
 /// How far a run has come, handed to the progress callback.
@@ -163,6 +165,8 @@ pub struct Engine {
     timers: BinaryHeap<Reverse<(u64, u32)>>,
     /// The requests that ended.
     requests: Vec<RequestRow>,
+    /// The hypervisor's block cache, if tasks issue block I/O.
+    block_cache: Option<BlockCache>,
 }
 
 impl Engine {

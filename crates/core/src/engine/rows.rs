@@ -183,6 +183,10 @@ impl Engine {
             pages: if self.config.config.stats.pages { m.sampled_pages() } else { Vec::new() },
             regions: self.mechanisms.iter().flat_map(|mech| mech.regions()).collect(),
             requests: std::mem::take(&mut self.requests),
+            block_cache: self.block_cache.take().map(|cache| {
+                let io = self.tasks.iter().filter(|t| t.io.is_some());
+                cache.finish(&io.map(|t| t.id.0).collect::<Vec<_>>())
+            }),
             series: (self.mechanisms.iter_mut().enumerate())
                 .flat_map(|(i, mech)| {
                     mech.series().into_iter().map(move |row| SeriesRow { mechanism: i as u32, ..row })

@@ -337,6 +337,33 @@ fn top(counts: &U64Map, blocks: &[u64], k: usize) -> Vec<(u64, u64)> {
     rows
 }
 
+/// The cost of a miss (spec 1.7, eq. 4): `2 T_FC + T_cc + (1 - h_cc) (T_seek + T_rot)`,
+/// in microseconds; a hit costs nothing. The dissertation gives no values:
+/// the defaults are the spec's (a 15k RPM disk behind Fibre Channel).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IoParams {
+    pub fc_us: f64,
+    pub controller_us: f64,
+    pub seek_us: f64,
+    pub rotation_us: f64,
+    /// The disk-array controller cache's hit ratio, in [0, 1].
+    pub controller_hit: f64,
+}
+
+impl Default for IoParams {
+    fn default() -> Self {
+        IoParams { fc_us: 50.0, controller_us: 10.0, seek_us: 4000.0, rotation_us: 2000.0, controller_hit: 0.0 }
+    }
+}
+
+impl IoParams {
+    /// The expected cost of one miss, in microseconds.
+    pub fn miss_us(&self) -> f64 {
+        2.0 * self.fc_us + self.controller_us + (1.0 - self.controller_hit) * (self.seek_us + self.rotation_us)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

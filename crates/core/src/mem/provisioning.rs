@@ -23,8 +23,196 @@
 //! keeps at least `C_th` remaining after giving; a borrower that finds
 //! none waits. Capacity is in lines.
 
+use serde::{Deserialize, Serialize};
+
+use super::partition::IoParams;
+use crate::error::{join_path, Issues, Result};
+use crate::trace::blockio::BlockFormat;
+use crate::types::AccessKind;
+use crate::units::{Budget, ByteSize, Span};
+
+/// Params of a thin-provisioning run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProvisionParams {
+    /// The whole cache, `C` (default 64 MiB).
+    pub cache_bytes: ByteSize,
+    /// The hypervisor's own share, `C_h` (default none).
+    pub hypervisor_bytes: ByteSize,
+    /// Block size (default 4 KiB, a page of the host's cache).
+    pub line_bytes: u32,
+    /// `static` (the equal split throughout), `dynamic` (the rules,
+    /// default) or `mrc` (fixed shares from the VMs' miss-ratio curves).
+    pub policy: Policy,
+    /// Each VM's share at the start, in blocks (default: the equal split);
+    /// the rest is the free pool. Not with `mrc`, which chooses them.
+    pub shares: Vec<u64>,
+    /// `mrc`: the curves' SHARDS sampling rate in (0, 1] (default 1: exact).
+    pub mrc_sample: f64,
+    /// `mrc`: shares are whole multiples of this many blocks (default: 1/64 of the cache).
+    pub mrc_quantum: Option<u64>,
+    /// `Δt`, between two applications of the rules (default 1 s).
+    pub interval: String,
+    /// Each VM's thresholds; none: measured (see [`calibrate`]).
+    pub thresholds: Vec<Thresholds>,
+    /// Measured thresholds: `C_Threshold` as a share of the equal split (default 1/16).
+    pub threshold_share: f64,
+    /// What a block found in the cache costs, in microseconds (default 10:
+    /// a copy out of the host's memory and the hypervisor's path).
+    pub hit_us: f64,
+    /// What a miss costs (spec 1.7, eq. 4).
+    pub io: IoParams,
+    /// The traces' times are stretched by this (default 1): one factor,
+    /// or one per VM.
+    pub time_scale: TimeScale,
+    /// Which requests go through the cache (default reads and writes:
+    /// a written block is cached).
+    pub kinds: Vec<AccessKind>,
+    /// The traces' layout.
+    pub block_format: BlockFormat,
+}
+
+impl Default for ProvisionParams {
+    fn default() -> Self {
+        ProvisionParams {
+            cache_bytes: ByteSize(64 << 20),
+            hypervisor_bytes: ByteSize(0),
+            line_bytes: 4096,
+            policy: Policy::Dynamic,
+            shares: Vec::new(),
+            mrc_sample: 1.0,
+            mrc_quantum: None,
+            interval: "1s".into(),
+            thresholds: Vec::new(),
+            threshold_share: 1.0 / 16.0,
+            hit_us: 10.0,
+            io: IoParams::default(),
+            time_scale: TimeScale::All(1.0),
+            kinds: vec![AccessKind::Load, AccessKind::Store],
+            block_format: BlockFormat::Msr,
+        }
+    }
+}
+
+/// One factor for every VM's times, or one per VM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TimeScale {
+    All(f64),
+    PerVm(Vec<f64>),
+}
+
+impl TimeScale {
+    pub fn of(&self, vm: usize) -> f64 {
+        match self {
+            TimeScale::All(f) => *f,
+            TimeScale::PerVm(fs) => fs[vm],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Static,
+    Dynamic,
+    Mrc,
+}
+
+impl ProvisionParams {
+    /// Check every key (found under `loc`), naming the problems; returns the interval in ns.
+    pub fn validate(&self, vms: usize, loc: &str) -> Result<u64> {
+        let mut issues = Issues::default();
+        let at = |key: &str| join_path(loc, key);
+        let line = self.line_bytes as u64;
+        issues.check(line.is_power_of_two(), at("line_bytes"), "out_of_range", "expected a power of two");
+        issues.check(
+            self.hypervisor_bytes.0 <= self.cache_bytes.0,
+            at("hypervisor_bytes"),
+            "out_of_range",
+            format!(
+                "the hypervisor's {} B are more than the cache's {} B",
+                self.hypervisor_bytes.0, self.cache_bytes.0
+            ),
+        );
+        let interval = match Span::parse(&self.interval).map(|s| s.resolve(1.0)) {
+            Ok(Budget::Cycles(ns)) if ns > 0 => ns,
+            Ok(_) => {
+                issues.push(at("interval"), "out_of_range", "expected a time above zero, such as \"1s\" or \"500ms\"");
+                0
+            }
+            Err(e) => {
+                issues.push(at("interval"), "invalid_value", e);
+                0
+            }
+        };
+        issues.check(
+            self.threshold_share > 0.0 && self.threshold_share < 1.0,
+            at("threshold_share"),
+            "out_of_range",
+            format!("expected a share in (0, 1), got {}", self.threshold_share),
+        );
+        issues.check(
+            self.mrc_sample > 0.0 && self.mrc_sample <= 1.0,
+            at("mrc_sample"),
+            "out_of_range",
+            format!("expected a rate in (0, 1], got {}", self.mrc_sample),
+        );
+        issues.check(self.mrc_quantum != Some(0), at("mrc_quantum"), "out_of_range", "expected at least 1 block");
+        issues.check(self.hit_us >= 0.0, at("hit_us"), "out_of_range", "expected a time of at least 0");
+        match &self.time_scale {
+            TimeScale::All(f) => issues.check(*f > 0.0, at("time_scale"), "out_of_range", "expected a factor above 0"),
+            TimeScale::PerVm(fs) => issues.check(
+                fs.len() == vms && fs.iter().all(|&f| f > 0.0),
+                at("time_scale"),
+                "out_of_range",
+                format!("expected a factor above 0, or one per VM ({vms})"),
+            ),
+        }
+        issues.check(
+            (0.0..=1.0).contains(&self.io.controller_hit),
+            at("io.controller_hit"),
+            "out_of_range",
+            "expected a ratio in [0, 1]",
+        );
+        issues.check(!self.kinds.is_empty(), at("kinds"), "out_of_range", "give at least one kind of request");
+        issues.check(
+            self.thresholds.is_empty() || self.thresholds.len() == vms,
+            at("thresholds"),
+            "out_of_range",
+            format!("give one row per VM ({vms}), or none to measure them"),
+        );
+        if line.is_power_of_two() && self.hypervisor_bytes.0 <= self.cache_bytes.0 {
+            let lines = (self.cache_bytes.0 - self.hypervisor_bytes.0) / line;
+            if !self.shares.is_empty() {
+                let total: u64 = self.shares.iter().sum();
+                let problem = if self.policy == Policy::Mrc {
+                    Some("policy mrc chooses the shares: give none".to_string())
+                } else if self.shares.len() != vms {
+                    Some(format!("give one share per VM ({vms}), not {}", self.shares.len()))
+                } else if total > lines {
+                    Some(format!("the shares sum to {total} blocks, over the cache's {lines} (less the hypervisor's)"))
+                } else {
+                    None
+                };
+                if let Some(message) = problem {
+                    issues.push(at("shares"), "out_of_range", message);
+                }
+            }
+            issues.check(
+                lines >= vms as u64,
+                at("cache_bytes"),
+                "out_of_range",
+                format!("{lines} blocks of {line} B cannot be shared by {vms} VMs"),
+            );
+        }
+        issues.finish()?;
+        Ok(interval)
+    }
+}
+
 /// One VM's thresholds, measured under a heavy workload (spec 1.2).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Thresholds {
     pub requests: u64,
     pub misses: u64,

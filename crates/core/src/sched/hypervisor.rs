@@ -21,7 +21,8 @@
 //!   is OVER, or there is none, it first steals an UNDER VCPU (or, when it
 //!   would idle, any VCPU) from another core's queue, same socket first:
 //!   VCPUs migrate to idle cores. BOOST (wake-up priority) is not modelled:
-//!   guests here never sleep on I/O.
+//!   a guest that wakes (a server's request, a VM's block I/O served)
+//!   queues behind the UNDER VCPUs like any other.
 //!
 //! A mechanism that confines a guest to a cache domain (region scheduling's
 //! micro-schedule) moves the guest's VCPU there: to the domain's core with

@@ -957,6 +957,7 @@ mod tests {
             max_accesses: None,
             requests: None,
             background: false,
+            io: None,
         }];
         let mut issues = Issues::default();
         let specs = expand(&mut entries, "tasks", (1, 8, 3.0), &mut issues);

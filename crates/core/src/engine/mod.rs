@@ -554,6 +554,7 @@ impl Engine {
         if let Some(t) = self.running[c] {
             let ti = t.0 as usize;
             if self.tasks[ti].blocked {
+                self.ask(now, |s, ctx| s.blocked(ctx, t))?;
                 self.switch_out(c, t)?;
                 self.views[ti].state = TaskState::Blocked;
             } else if std::mem::take(&mut self.tasks[ti].resume) {

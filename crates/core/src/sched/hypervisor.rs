@@ -344,6 +344,12 @@ impl Scheduler for Hypervisor {
         Ok(super::Expiry::Requeue)
     }
 
+    /// A guest that sleeps has burnt what it ran of its slice.
+    fn blocked(&mut self, ctx: &SchedCtx, task: TaskId) -> Result<()> {
+        self.charge(ctx, task);
+        Ok(())
+    }
+
     fn finished(&mut self, ctx: &SchedCtx, task: TaskId) -> Result<()> {
         self.charge(ctx, task);
         self.vcpus[self.of_task[task.0 as usize]].guests.retain(|&g| g != task);
@@ -478,6 +484,30 @@ mod tests {
         assert_eq!(slice(&mut s, &mut h, 0, 300), Some(2));
         assert_eq!(slice(&mut s, &mut h, 0, 10), Some(0), "OVER again: behind VM 0 and VM 1");
         assert_eq!(slice(&mut s, &mut h, 0, 10), Some(0), "the rest of its slice");
+    }
+
+    #[test]
+    fn a_guest_that_sleeps_burns_what_it_ran() {
+        // 3 VMs on one core, 100 credits each. VM 0 runs its slice (OVER,
+        // to the back); VM 1 runs 300 cycles and sleeps: burnt, it is OVER
+        // too and queues behind VM 0 (unburnt, it would be UNDER, ahead).
+        let mut s = State::new(1, 1, vm_tasks(&[0, 1, 2]));
+        let mut h = credit(&s, PerVm::Each(256));
+        placed(&mut s, &mut h);
+        for _ in 0..3 {
+            h.balance(&s.ctx(0)).unwrap();
+        }
+        assert_eq!(slice(&mut s, &mut h, 0, 300), Some(0));
+        assert_eq!(h.pick(&s.ctx(0), CoreId(0)).unwrap(), Some(TaskId(1)));
+        s.queues[0].retain(|&x| x != TaskId(1));
+        s.run(1, 0);
+        s.tasks[1].slice_cycles = 300;
+        h.blocked(&s.ctx(0), TaskId(1)).unwrap();
+        s.running[0] = None;
+        s.tasks[1].state = TaskState::Blocked;
+        assert_eq!(slice(&mut s, &mut h, 0, 300), Some(2), "the only one waiting");
+        s.wait(1, 0);
+        assert_eq!(h.pick(&s.ctx(0), CoreId(0)).unwrap(), Some(TaskId(0)));
     }
 
     #[test]

@@ -273,6 +273,15 @@ pub trait Scheduler: Send {
         Ok(())
     }
 
+    /// `task` stops on its core to wait (at a barrier, for a server's next
+    /// request, for its block I/O), its `slice_*` counters holding what it
+    /// ran of its slice; once woken it joins the queue of that core.
+    /// Default: nothing.
+    fn blocked(&mut self, ctx: &SchedCtx, task: TaskId) -> Result<()> {
+        let _ = (ctx, task);
+        Ok(())
+    }
+
     /// A mechanism confined `task`, running, to a cache domain (its view's
     /// `cache`: region scheduling's micro-schedule) and takes it off its
     /// core: the allowed core whose queue it joins. Default: the allowed

@@ -7,6 +7,8 @@ store without running anything again."""
 
 from __future__ import annotations
 
+import json
+
 import sys
 import types
 
@@ -30,7 +32,7 @@ def _point(size: str) -> runs.Point:
 
 def _misses(ctx) -> Section:
     table = runs.run([_point("16KiB"), _point("64KiB")], ctx.store, "toy-misses", workers=ctx.workers,
-                     progress=False)
+                     progress=False, simulated=ctx.simulated)
     caches = pd.concat([runs.detail(row, "caches").assign(l2=row["l2"]) for _, row in table.iterrows()])
     l2 = caches[caches.level == "l2"].groupby("l2").load_misses.sum().rename("misses")
     SEEN.append(("misses", ctx.options.get("scale")))
@@ -84,9 +86,15 @@ def test_a_second_run_resumes_from_the_store(tmp_path):
     TOY.run(tmp_path / "out", quick=True)
     before, claims = stored_runs(tmp_path / "out" / "store"), (tmp_path / "out" / "claims.csv").read_text()
     assert [status for _, status, _ in before] == ["done", "done"]
+    # What ran is counted: two runs of 20,000 references each.
+    first = json.loads((tmp_path / "out" / "simulated.json").read_text())
+    assert (first["runs"], first["reused"], first["accesses"]) == (2, 0, 40_000)
+    assert first["accesses_per_s"] == pytest.approx(40_000 / first["seconds"])
     TOY.run(tmp_path / "out", quick=True)
     assert stored_runs(tmp_path / "out" / "store") == before, "nothing ran again"
     assert (tmp_path / "out" / "claims.csv").read_text() == claims
+    again = json.loads((tmp_path / "out" / "simulated.json").read_text())
+    assert (again["runs"], again["reused"], again["accesses"]) == (0, 2, 0)
 
 
 def test_a_part_left_out_lists_its_claims_as_not_run(tmp_path):

@@ -285,6 +285,8 @@ class Outcomes:
     done: int = 0
     failed: int = 0
     seconds: float = 0.0
+    #: References the runs done simulated, warm-up included.
+    accesses: int = 0
 
 
 def _register(store: Store, sweep: Sweep) -> tuple[list[str], set[str]]:
@@ -363,6 +365,8 @@ def _drive(db: Store, sweep: Sweep, todo: list[str], out: Outcomes, executor: An
                 if outcome["ok"]:
                     db.finish(job["key"], outcome["metrics"], outcome["files"])
                     out.done += 1
+                    metrics = outcome["metrics"]
+                    out.accesses += int(metrics.get("accesses") or 0) + int(metrics.get("warmup_accesses") or 0)
                 else:
                     db.fail(job["key"], outcome["error"])
                     out.failed += 1

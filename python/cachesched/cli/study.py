@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -33,6 +34,9 @@ def cmd_study(args: argparse.Namespace) -> int:
     claims = Claims.read(out / "claims.csv")
     for c in claims.itertuples(index=False):
         print(f"{c.id:<4} {c.verdict:<24} {c.measured}")
+    done = json.loads((out / "simulated.json").read_text())
+    print(f"simulated {done['runs']} runs ({done['reused']} reused from the store): {done['accesses']:,} references, "
+          f"{done['accesses_per_s'] / 1e6:.1f} M references/s of wall time")
     print(f"{out / 'index.html'} ({time.perf_counter() - start:.0f} s)")
     return 0
 

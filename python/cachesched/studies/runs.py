@@ -28,6 +28,21 @@ KEYS = ("machine", "tasks", "scheduler", "mechanisms", "run", "stats", "seed")
 
 
 @dataclass
+class Simulated:
+    """What a study's sweeps ran: runs simulated now and reused from the
+    store, and the references the runs simulated now (warm-up included)."""
+
+    runs: int = 0
+    reused: int = 0
+    accesses: int = 0
+
+    def add(self, outcome: sweep.Outcomes) -> None:
+        self.runs += outcome.done
+        self.reused += outcome.skipped
+        self.accesses += outcome.accesses
+
+
+@dataclass
 class Point:
     """One run of a study: ``labels`` (columns of the returned table) and
     its configuration (top-level keys among :data:`KEYS`)."""
@@ -37,18 +52,21 @@ class Point:
 
 
 def run(points: list[Point], store: str | Path, name: str, *, workers: int | None = 2, dask: Any = None,
-        progress: bool = False) -> pd.DataFrame:
+        progress: bool = False, simulated: Simulated | None = None) -> pd.DataFrame:
     """Run every point (those already in ``store`` are not run again) and
     return one row per point, in order: its labels, ``status``, ``detail``
     (the folder of its ``results.json`` and Parquet tables) and the summary
-    metrics. Raises :class:`SimulationError` naming the first failed run."""
+    metrics; what ran is added to ``simulated``. Raises
+    :class:`SimulationError` naming the first failed run."""
     used = sorted({k for p in points for k in p.config}, key=KEYS.index)
     unknown = {k for p in points for k in p.config} - set(KEYS)
     if unknown:
         raise ValueError(f"study points may set only {', '.join(KEYS)}, not {', '.join(sorted(unknown))}")
     axes = {k: [p.config.get(k, [] if k in ("tasks", "mechanisms") else {}) for p in points] for k in used}
-    sweep.run({"name": name, "mode": "zip", "base": {}, "axes": axes}, store=store, workers=workers, dask=dask,
-              progress=progress)
+    outcome = sweep.run({"name": name, "mode": "zip", "base": {}, "axes": axes}, store=store, workers=workers,
+                        dask=dask, progress=progress)
+    if simulated is not None:
+        simulated.add(outcome)
     df = load(store, name).sort_values("position").reset_index(drop=True)
     failed = df[df["status"] != "done"]
     if len(failed):
@@ -109,7 +127,8 @@ def simulator(ctx: Any, name: str):
             if "workload" in config:
                 config["tasks"] = [{"workload": config.pop("workload")}]
             points.append(Point({"index": i}, config))
-        table = run(points, ctx.store, name, workers=ctx.workers, dask=ctx.dask, progress=ctx.progress)
+        table = run(points, ctx.store, name, workers=ctx.workers, dask=ctx.dask, progress=ctx.progress,
+                    simulated=ctx.simulated)
         return [_Detail(row) for _, row in table.iterrows()]
 
     return simulate

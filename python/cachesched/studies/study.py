@@ -15,6 +15,7 @@ run are in ``ctx.tables``, for a claim that spans two parts.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -24,9 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from .._files import write_text
 from ..errors import ConfigError
 from .claims import Claims
 from .page import Section, write
+from .runs import Simulated
 
 #: The options every study takes, with :meth:`Study.run`'s defaults.
 OPTIONS = ("parts", "size", "store", "workers", "dask", "progress")
@@ -60,6 +63,7 @@ class Context:
     progress: bool
     options: dict[str, Any] = field(default_factory=dict)
     claims: Claims = field(default_factory=Claims)
+    simulated: Simulated = field(default_factory=Simulated)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -116,7 +120,7 @@ class Study:
         ctx = Context(study=self.name, out=out, quick=quick, size=size or self.sizes["quick" if quick else "full"],
                       store=Path(store) if store else out / "store", workers=workers, dask=dask, progress=progress,
                       options=options)
-        sections, timings = [], []
+        sections, timings, began = [], [], time.perf_counter()
         for part in self.parts:
             title = f"{part.section} {part.title}"
             module = importlib.import_module(part.module)
@@ -135,9 +139,16 @@ class Study:
             sections.append(section)
             ctx.tables.update({name: df for name, (df, _) in section.tables.items()})
             timings.append(f"{part.name} {time.perf_counter() - start:.0f} s")
+        seconds = time.perf_counter() - began
+        sim = ctx.simulated
+        done = {"seconds": seconds, "runs": sim.runs, "reused": sim.reused, "accesses": sim.accesses,
+                "accesses_per_s": sim.accesses / seconds if seconds > 0 else 0.0}
+        write_text(out / "simulated.json", json.dumps(done, indent=2))
         mode = f"{'quick' if quick else 'full'}" + (f" (suite size {ctx.size})" if self.suite else "")
         where = " on the open suite (docs/suite.md)," if self.suite else ","
         intro = (f"<p>Re-runs the experiments of <code>{self.spec}</code>{where} "
-                 f"{mode}; see docs/studies.md. Wall time: {', '.join(timings) or 'nothing run'}.</p>"
+                 f"{mode}; see docs/studies.md. Wall time: {', '.join(timings) or 'nothing run'}. "
+                 f"Simulated: {sim.runs} runs through the sweep machinery ({sim.reused} reused from the store), "
+                 f"{sim.accesses:,} references, {done['accesses_per_s'] / 1e6:.1f} M references/s of wall time.</p>"
                  + (self.notes(ctx) if self.notes else ""))
         return write(out, self.title, intro, sections, ctx.claims)

@@ -204,7 +204,7 @@ def measure(ctx: Context) -> pd.DataFrame:
     points = _points(ctx, traces)
     ctx.log(f"{len(points)} runs ({len(PROGRAMS)} benchmarks), {ctx.workers or 'all'} workers")
     table = runs.run(points, ctx.store, f"migration-tlb-{ctx.size}" + ("-quick" if ctx.quick else ""),
-                     workers=ctx.workers, dask=ctx.dask, progress=ctx.progress)
+                     workers=ctx.workers, dask=ctx.dask, progress=ctx.progress, simulated=ctx.simulated)
     rows = []
     for _, row in table.iterrows():
         tasks = runs.detail(row, "tasks")

@@ -67,6 +67,13 @@ def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
     assert "region scheduling, one task" in proc.stdout and figures["region"] > 0 and figures["region_ratio"] > 0
     assert "hypervisor block cache" in proc.stdout and figures["block_cache_locked"] > 0
     assert figures["block_cache_ratio"] == figures["block_cache_locked"] / figures["block_cache_lru"]
+    # The floor counted what the engine counts (it stops the command otherwise).
+    assert "counts equal" in proc.stdout and figures["floor"]["accesses"] == 200_000
+    assert figures["engine_floor_ratio"] == figures["floor"]["engine_ns"] / figures["floor"]["floor_ns"]
+    # callgrind's counts: the simulation thread's part of the process's.
+    counted = figures["instructions_per_access"]
+    assert 0 < counted["simulation_thread"] < counted["process"]
+    assert figures["resident_mib"]["tenth"] > 0 and figures["resident_mib"]["whole"] > 0
 
 
 def test_the_progress_bar_shows_in_a_terminal_only_and_is_erased_before_the_results(run_cli):

@@ -19,7 +19,17 @@ and times, in the same command so that machine noise hits both alike:
    4-way partition of 64 B blocks with 5% locked from the two-pass miss
    table and the 12-block victim buffer, beside the same partition as a
    plain LRU block cache (nothing locked, no buffer), in requests per second
-   (decoding the trace included in both).
+   (decoding the trace included in both);
+7. the floor (``cachesched_core::floor``, docs/performance.md): the
+   leanest simulator of the standard machine, timed beside the engine's
+   machine on the same accesses decoded in memory (at most 10M of them),
+   on one thread and split over three; its counts must equal the engine's;
+8. the host instructions per access, counted by valgrind's callgrind on
+   2M accesses (or the benchmark's, if fewer) of the single task: the simulation thread's (inside the
+   engine's run) and the whole process's (less a run of one access), which
+   noise does not touch;
+9. the resident memory of the single task streaming a tenth of the trace
+   and the whole of it, each in a process of its own.
 
 With ``--repeat``, runs 1, 4 and 5 take turns (the best of each counts), so a
 change in the host's load between repeats moves their ratio less.
@@ -33,6 +43,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -114,6 +128,49 @@ def _pycachesim(path: Path, accesses: int, chunk: int = 1 << 20) -> tuple[float,
         sim.loadstore(runs, length=8)
         inside += time.perf_counter() - t
     return inside, time.perf_counter() - start_all, reference.counts(levels)
+
+
+#: Accesses of the callgrind count (the issue's figure).
+CALLGRIND_ACCESSES = 2_000_000
+#: Most accesses the floor holds in memory (24 bytes each).
+FLOOR_ACCESSES = 10_000_000
+#: Runs one single-task simulation of the trace ``argv[1]``, limited to ``argv[2]`` accesses.
+_SINGLE = ("import sys, cachesched; cachesched.simulate({'workload': {'kind': 'trace', 'params': "
+           "{'path': sys.argv[1]}}, 'run': {'max_accesses': int(sys.argv[2])}})")
+
+
+def _callgrind(path: Path, accesses: int, toggle: str | None) -> int:
+    """Host instructions callgrind counts in a process that simulates
+    ``accesses`` of ``path``: inside functions matching ``toggle`` only,
+    or all of them."""
+    args = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    if toggle:
+        args.append(f"--toggle-collect={toggle}")
+    done = subprocess.run(args + [sys.executable, "-c", _SINGLE, str(path), str(accesses)],
+                          capture_output=True, text=True, check=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if not found:
+        raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions_per_access(path: Path, accesses: int) -> dict[str, float]:
+    """Host instructions per access of the single task on the standard
+    machine: on the simulation thread (inside ``Engine::run``; decoding and
+    miss classification run on threads of their own), and in the whole
+    process less one that simulates a single access."""
+    thread = _callgrind(path, accesses, "*Engine*run*")
+    whole = _callgrind(path, accesses, None) - _callgrind(path, 1, None)
+    return {"simulation_thread": thread / accesses, "process": whole / (accesses - 1)}
+
+
+def resident_mib(path: Path, accesses: int) -> float:
+    """Peak resident memory of a process that simulates ``accesses`` of ``path``, in MiB."""
+    child = subprocess.Popen([sys.executable, "-c", _SINGLE, str(path), str(accesses)])
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise RuntimeError(f"the resident-memory run of {accesses:,} accesses failed (status {status})")
+    return usage.ru_maxrss / 1024  # KiB on Linux
 
 
 #: Tasks of the scheduling scenario.
@@ -246,6 +303,28 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
     out(f"hypervisor block cache, 5% locked + victim buffer: {figures['block_cache_locked'] / 1e6:5.1f} M requests/s, "
         f"{figures['block_cache_ratio']:.2f} x a plain LRU block cache ({figures['block_cache_lru'] / 1e6:.1f} M/s; "
         f"{requests:,} loads)")
+
+    from . import _core
+
+    shorter = bench_trace(min(accesses, FLOOR_ACCESSES), cache_dir)
+    floor = json.loads(_core.floor_run(str(shorter), max(repeat, 2)))
+    figures["floor"] = floor
+    figures["engine_floor_ratio"] = floor["engine_ns"] / floor["floor_ns"]
+    out(f"the floor, {floor['accesses']:,} accesses in memory: engine's machine {floor['engine_ns']:.1f} ns/access, "
+        f"floor {floor['floor_ns']:.1f} ns ({figures['engine_floor_ratio']:.2f} x the floor); the floor on three "
+        f"threads {floor['halves_ns']:.1f} ns; decoding {floor['decoding_ns']:.1f} ns; counts equal")
+    if shutil.which("valgrind"):
+        counted_accesses = min(accesses, CALLGRIND_ACCESSES)
+        small = bench_trace(counted_accesses, cache_dir)
+        figures["instructions_per_access"] = counted = instructions_per_access(small, counted_accesses)
+        out(f"host instructions per access (callgrind, {counted_accesses:,} accesses): "
+            f"{counted['simulation_thread']:.0f} on the simulation thread, {counted['process']:.0f} in the process")
+    else:
+        out("host instructions per access: valgrind is not installed (apt-get install valgrind)")
+    tenth, whole = resident_mib(path, accesses // 10), resident_mib(path, accesses)
+    figures["resident_mib"] = {"tenth": tenth, "whole": whole, "ratio": whole / tenth}
+    out(f"resident memory streaming the trace: {whole:.0f} MiB for {accesses:,} accesses, {tenth:.0f} MiB for a "
+        f"tenth of them ({whole / tenth:.2f} x)")
 
     equivalent = reference.equivalent_machine(GEOMETRY)
     seconds, same = min((_ours(path, equivalent) for _ in range(repeat)), key=lambda r: r[0])

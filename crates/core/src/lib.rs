@@ -10,6 +10,7 @@ pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod floor;
 pub mod hcache;
 pub mod mech;
 pub mod mem;

@@ -12,7 +12,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("streams and the machine", &["trace", "mem"]),
     ("policies", &["sched", "mech"]),
     ("the scenario", &["config"]),
-    ("the run", &["engine", "results", "hcache", "thinprov", "cl1lock"]),
+    ("the run", &["engine", "results", "hcache", "thinprov", "cl1lock", "floor"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

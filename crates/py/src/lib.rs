@@ -12,6 +12,7 @@ use cachesched_core::cl1lock;
 use cachesched_core::config::{self, presets as shipped};
 use cachesched_core::engine::{Engine, Progress};
 use cachesched_core::error::Error;
+use cachesched_core::floor;
 use cachesched_core::hcache;
 use cachesched_core::mem::machine::Machine;
 use cachesched_core::plugin::parse_at;
@@ -219,6 +220,16 @@ fn cl1lock_run(py: Python<'_>, params_json: &str, traces: Vec<PathBuf>) -> PyRes
     traces_run(py, params_json, &traces, cl1lock::run)
 }
 
+/// The floor beside the engine's machine on the data trace at `path`
+/// (`cachesched_core::floor`): ns per access as JSON.
+#[pyfunction]
+fn floor_run(py: Python<'_>, path: PathBuf, repeats: usize) -> PyResult<String> {
+    guarded(py, || {
+        let figures = py.detach(|| floor::measure(&path, repeats)).map_err(|e| to_py_err(py, e))?;
+        Ok(serde_json::to_string(&figures).expect("figures serialise to JSON"))
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -229,6 +240,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hcache_run, m)?)?;
     m.add_function(wrap_pyfunction!(provision_run, m)?)?;
     m.add_function(wrap_pyfunction!(cl1lock_run, m)?)?;
+    m.add_function(wrap_pyfunction!(floor_run, m)?)?;
     trace::register(m)?;
     Ok(())
 }

@@ -25,11 +25,12 @@ and times, in the same command so that machine noise hits both alike:
    machine on the same accesses decoded in memory (at most 10M of them),
    on one thread and split over three; its counts must equal the engine's;
 8. the host instructions per access, counted by valgrind's callgrind on
-   2M accesses (or the benchmark's, if fewer) of the single task: the simulation thread's (inside the
-   engine's run) and the whole process's (less a run of one access), which
-   noise does not touch;
-9. the resident memory of the single task streaming a tenth of the trace
-   and the whole of it, each in a process of its own.
+   2M accesses (or the benchmark's, if fewer) of the single task: the
+   simulation thread's (inside the engine's run) and all the work's (the
+   whole process, everything on one thread, less a run of one access),
+   which noise does not touch;
+9. the resident memory of the single task streaming the benchmark trace,
+   and a trace a tenth as long, each in a process of its own.
 
 With ``--repeat``, runs 1, 4 and 5 take turns (the best of each counts), so a
 change in the host's load between repeats moves their ratio less.
@@ -134,20 +135,26 @@ def _pycachesim(path: Path, accesses: int, chunk: int = 1 << 20) -> tuple[float,
 CALLGRIND_ACCESSES = 2_000_000
 #: Most accesses the floor holds in memory (24 bytes each).
 FLOOR_ACCESSES = 10_000_000
-#: Runs one single-task simulation of the trace ``argv[1]``, limited to ``argv[2]`` accesses.
-_SINGLE = ("import sys, cachesched; cachesched.simulate({'workload': {'kind': 'trace', 'params': "
-           "{'path': sys.argv[1]}}, 'run': {'max_accesses': int(sys.argv[2])}})")
+#: Runs one single-task simulation of the trace ``argv[1]``, limited to
+#: ``argv[2]`` accesses, with decoding and classification on threads of
+#: their own unless ``argv[3]`` is ``one-thread``.
+_SINGLE = ("import sys, cachesched; one = sys.argv[3:] == ['one-thread']; cachesched.simulate({'workload': "
+           "{'kind': 'trace', 'params': {'path': sys.argv[1]}}, 'run': {'max_accesses': int(sys.argv[2]), "
+           "'prefetch': not one, 'classify_thread': not one}})")
 
 
 def _callgrind(path: Path, accesses: int, toggle: str | None) -> int:
     """Host instructions callgrind counts in a process that simulates
-    ``accesses`` of ``path``: inside functions matching ``toggle`` only,
-    or all of them."""
+    ``accesses`` of ``path``: inside functions matching ``toggle`` only
+    (threads as by default), or all of them (everything on one thread,
+    so that no thread's waiting is counted)."""
     args = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     if toggle:
         args.append(f"--toggle-collect={toggle}")
-    done = subprocess.run(args + [sys.executable, "-c", _SINGLE, str(path), str(accesses)],
-                          capture_output=True, text=True, check=True)
+    # Python's start-up the same in every run: one hash seed, no bytecode written.
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run(args + [sys.executable, "-c", _SINGLE, str(path), str(accesses)]
+                          + ([] if toggle else ["one-thread"]), capture_output=True, text=True, check=True, env=env)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if not found:
         raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
@@ -157,20 +164,22 @@ def _callgrind(path: Path, accesses: int, toggle: str | None) -> int:
 def instructions_per_access(path: Path, accesses: int) -> dict[str, float]:
     """Host instructions per access of the single task on the standard
     machine: on the simulation thread (inside ``Engine::run``; decoding and
-    miss classification run on threads of their own), and in the whole
-    process less one that simulates a single access."""
+    miss classification run on threads of their own), and all of the work
+    (the whole process, everything on one thread, less one that simulates
+    a single access)."""
     thread = _callgrind(path, accesses, "*Engine*run*")
     whole = _callgrind(path, accesses, None) - _callgrind(path, 1, None)
     return {"simulation_thread": thread / accesses, "process": whole / (accesses - 1)}
 
 
 def resident_mib(path: Path, accesses: int) -> float:
-    """Peak resident memory of a process that simulates ``accesses`` of ``path``, in MiB."""
-    child = subprocess.Popen([sys.executable, "-c", _SINGLE, str(path), str(accesses)])
-    _, status, usage = os.wait4(child.pid, 0)
-    if status != 0:
-        raise RuntimeError(f"the resident-memory run of {accesses:,} accesses failed (status {status})")
-    return usage.ru_maxrss / 1024  # KiB on Linux
+    """Peak resident memory of a process that simulates ``accesses`` of
+    ``path``, in MiB: its own high-water mark since it started (the
+    process's ``ru_maxrss`` would also count the parent it was forked from)."""
+    peak = "; print(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
+    done = subprocess.run([sys.executable, "-c", _SINGLE + peak, str(path), str(accesses)],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout.split()[-1]) / 1024  # kB
 
 
 #: Tasks of the scheduling scenario.
@@ -318,13 +327,14 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
         small = bench_trace(counted_accesses, cache_dir)
         figures["instructions_per_access"] = counted = instructions_per_access(small, counted_accesses)
         out(f"host instructions per access (callgrind, {counted_accesses:,} accesses): "
-            f"{counted['simulation_thread']:.0f} on the simulation thread, {counted['process']:.0f} in the process")
+            f"{counted['simulation_thread']:.0f} on the simulation thread, {counted['process']:.0f} in all "
+            "(decoding and classification included)")
     else:
         out("host instructions per access: valgrind is not installed (apt-get install valgrind)")
-    tenth, whole = resident_mib(path, accesses // 10), resident_mib(path, accesses)
+    tenth, whole = resident_mib(bench_trace(accesses // 10, cache_dir), accesses // 10), resident_mib(path, accesses)
     figures["resident_mib"] = {"tenth": tenth, "whole": whole, "ratio": whole / tenth}
-    out(f"resident memory streaming the trace: {whole:.0f} MiB for {accesses:,} accesses, {tenth:.0f} MiB for a "
-        f"tenth of them ({whole / tenth:.2f} x)")
+    out(f"resident memory streaming a trace: {whole:.0f} MiB for {accesses:,} accesses, {tenth:.0f} MiB for a "
+        f"trace a tenth as long ({whole / tenth:.2f} x)")
 
     equivalent = reference.equivalent_machine(GEOMETRY)
     seconds, same = min((_ours(path, equivalent) for _ in range(repeat)), key=lambda r: r[0])

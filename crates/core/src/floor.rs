@@ -11,7 +11,7 @@
 //! compile time. Both run the trace decoded beforehand, in memory;
 //! decoding is timed on its own. The floor runs once on one thread and
 //! once split over three: the translation, then each half of the caches
-//! (see [`split`]). The engine must keep more than the floor (owners and
+//! (see `split`). The engine must keep more than the floor (owners and
 //! lock bits per line, compulsory misses, counts per kind and task,
 //! policies behind a trait), so the floor bounds what the engine's machine
 //! can reach on this host.

@@ -1,7 +1,8 @@
 //! Thin provisioning of the hypervisor cache over time (seed 004, part
 //! B1; spec cache-locking.md, sections 1.2 and 3.2): the VMs' block
-//! request streams, interleaved by their timestamps, each through its own
-//! LRU share of one cache; the shares fixed at an equal split (`static`,
+//! request streams, each through its own LRU share of one cache (the
+//! `Pool`), issued at their recorded times ([`run`]) or by VMs that the
+//! engine schedules ([`BlockCache`]); the shares fixed at an equal split (`static`,
 //! the baseline), moved every interval by the provisioning rules
 //! (`dynamic`, `mem::provisioning`), or fixed at sizes chosen from each
 //! VM's miss-ratio curve over its whole stream (`mrc`, a further baseline:
@@ -11,9 +12,9 @@
 //! request starts at its arrival, or when the one before it ends), each
 //! block costing a hit's or a miss's time; a request's response time is
 //! its end less its arrival. The VMs share nothing but the cache's
-//! capacity, so the simulation runs the requests in order of their start
-//! and closes an interval, measuring each VM and applying the rules,
-//! before the first request that starts after it.
+//! capacity, so requests are served in order of their start, and an
+//! interval closes, measuring each VM and applying the rules, before the
+//! first request that starts after it.
 
 use std::path::{Path, PathBuf};
 

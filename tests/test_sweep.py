@@ -18,7 +18,7 @@ import cachesched
 from cachesched import sweep as sw
 from cachesched.cli import main
 from cachesched.executors import LocalExecutor
-from cachesched.store import load
+from cachesched.store import load, run_key
 from cachesched.store import Store
 
 #: Columns that measure the host, not the simulation.
@@ -167,6 +167,28 @@ def test_a_failing_run_is_recorded_with_its_error_and_the_others_complete(tmp_pa
 def test_a_worker_of_another_version_refuses_the_run():
     outcome = sw.execute({"key": "k", "config": {}, "version": "0.0.0-other"})
     assert not outcome["ok"] and "keyed for 0.0.0-other" in outcome["error"]
+
+
+def test_an_engine_built_from_other_sources_runs_everything_again(tmp_path):
+    # The engine is the version and the hash of the Rust sources it was built from.
+    assert sw.ENGINE == f"{cachesched.__version__}+{cachesched._core.__build__}"
+    assert len(cachesched._core.__build__) == 16 and int(cachesched._core.__build__, 16) >= 0
+    store = tmp_path / "store"
+    cachesched.run_sweep(spec(), store=store, workers=1, progress=False)
+    # Make the store one that another build (before a fix to the simulator)
+    # filled: its runs keyed and marked as that engine's.
+    other = "0.1.0+0000000000000000"
+    with sqlite3.connect(store / "ledger.sqlite") as db:
+        for key, config in db.execute("SELECT key, config FROM runs").fetchall():
+            old = run_key(json.loads(config), other)
+            db.execute("UPDATE runs SET key = ?, version = ? WHERE key = ?", (old, other, key))
+            db.execute("UPDATE points SET key = ? WHERE key = ?", (old, key))
+    # This engine reuses none of them: it runs all eight again.
+    again = cachesched.run_sweep(spec(), store=store, workers=1, progress=False)
+    assert (again.done, again.skipped) == (8, 0)
+    with sqlite3.connect(store / "ledger.sqlite") as db:
+        used = db.execute("SELECT DISTINCT version FROM points JOIN runs USING (key)").fetchall()
+    assert used == [(sw.ENGINE,)]
 
 
 def die_once(job: dict) -> dict:

@@ -28,10 +28,15 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from . import _core
 from ._files import write_text
 from .errors import CacheschedError, ResultsError
 
 DEFAULT_STORE = "cachesched-results"
+
+#: What runs a run: the package's version and the build of the engine's
+#: sources (a build from other sources is another engine: its runs are new runs).
+ENGINE = f"{_core.__version__}+{_core.__build__}"
 
 
 def default_store() -> str:

@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from . import _core
 from .config import load as load_config
 from .config import merge, read_toml, resolve
 from .errors import CacheschedError, ConfigError
 from .executors import Job, Outcome, make_executor
-from .store import Store, run_key
+from .store import ENGINE, Store, run_key
 
 SPEC_KEYS = ("name", "base", "mode", "axes", "variants")
 MODES = ("product", "zip")
@@ -258,10 +257,9 @@ def execute(job: Job) -> Outcome:
     detail files' bytes (the driver writes them, so workers need no shared disk)."""
     from .simulate import simulate
 
-    if job.get("version", _core.__version__) != _core.__version__:
-        # The run's key names the version that must run it (a Dask worker may have another installed).
-        return {"ok": False, "error": f"this worker has cachesched {_core.__version__}, the run is keyed for "
-                                      f"{job['version']}"}
+    if job.get("version", ENGINE) != ENGINE:
+        # The run's key names the engine that must run it (a Dask worker may have another installed).
+        return {"ok": False, "error": f"this worker has cachesched {ENGINE}, the run is keyed for {job['version']}"}
     try:
         results = simulate(job["config"], base_dir=job.get("base_dir"))
         return {"ok": True, "metrics": results.metrics(), "files": results.files()}
@@ -293,7 +291,7 @@ def _register(store: Store, sweep: Sweep) -> tuple[list[str], set[str]]:
     """Resolve every point and register it in the store: the keys in point
     order, and those of points whose configuration does not resolve (recorded
     failed with the error, under a hash of the unresolved document)."""
-    version = _core.__version__
+    version = ENGINE
     records = []
     for p in sweep.points():
         rec = {"position": p.position, "variant": p.variant, "axes": p.axes, "version": version}
@@ -356,7 +354,7 @@ def _drive(db: Store, sweep: Sweep, todo: list[str], out: Outcomes, executor: An
     def jobs() -> Iterator[Job]:
         for key in todo:
             db.claim(key)
-            yield {"key": key, "config": db.config(key), "base_dir": base_dir, "version": _core.__version__}
+            yield {"key": key, "config": db.config(key), "base_dir": base_dir, "version": ENGINE}
 
     bar = _bar(len(todo), not progress)
     try:

@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ..._files import write_text
+from ...store import ENGINE
 from .. import runs
 from ..runs import label
 from ..claims import claim, grade, pct  # noqa: F401 (the parts import them from here)
@@ -57,13 +58,14 @@ def traces(ctx: Any) -> dict[str, Path]:
 def _key(config: dict, paths: list[Path]) -> str:
     described = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths]
     run = {k: v for k, v in config.items() if k != "labels"}
-    text = json.dumps({"run": run, "traces": described}, sort_keys=True)
+    text = json.dumps({"run": run, "traces": described, "engine": ENGINE}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def stored(ctx: Any, configs: list[dict], files: list[Path], compute: Any) -> list[pd.DataFrame]:
     """``compute(config)`` of each configuration over ``files``, each kept
-    in ``store/locking/`` under a key of all but its labels and the files (a
+    in ``store/locking/`` under a key of all but its labels, the files and
+    the engine that ran it (a
     stopped study resumes, a re-run reuses), run over ``workers`` threads,
     with a progress bar (in a terminal)."""
     folder = ctx.store / "locking"

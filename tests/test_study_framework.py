@@ -15,6 +15,7 @@ import types
 import pandas as pd
 import pytest
 from cachesched.errors import ConfigError
+from cachesched.store import ENGINE
 from cachesched.studies import claims as claims_mod
 from cachesched.studies import runs
 from cachesched.studies.page import Section
@@ -80,6 +81,8 @@ def test_parts_run_in_order_and_a_later_part_sees_the_earlier_tables(tmp_path):
     text = page.read_text(encoding="utf-8")
     assert text.index('id="claim-X1"') < text.index('id="part-misses"') < text.index('id="part-ratio"')
     assert "toy.md" in text and "suite size tiny" in text
+    # The page names the engine that made it, build included.
+    assert f"cachesched {ENGINE} " in text
 
 
 def test_a_second_run_resumes_from_the_store(tmp_path):

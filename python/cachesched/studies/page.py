@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._files import staged, write_text
-from .. import __version__
+from ..store import ENGINE
 from ..report import page as run_page
 from ..report.figures import Drawn
 from .claims import NOT_RUN, Claims
@@ -87,7 +87,8 @@ def render(title: str, intro: str, sections: list[Section], claims: Claims) -> s
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        f"<p class=meta>cachesched {html.escape(__version__)}, {stamp}. Click a column header to sort.</p>",
+        f"<p class=meta>cachesched {html.escape(ENGINE)} (version+build of the engine's sources), {stamp}. "
+        "Click a column header to sort.</p>",
         intro,
         (f"<h2>Claims</h2><p>{len(claims.items)} claims: {html.escape(summary)}. "
         f"Parts marked “{NOT_RUN}” are not built yet. The same table is in claims.csv.</p>"),

@@ -114,7 +114,7 @@ impl Engine {
             Some(params) => Some(BlockCache::new(params, traces, "block_cache")?),
             None => None,
         };
-        let mut vms = 0..;
+        let mut vms = 0;
         let mut tasks = Vec::with_capacity(n);
         for (i, (spec, workload)) in config.tasks.iter().zip(workloads).enumerate() {
             let counts = TaskSchedCounts { asid: spec.info.asid.0, vm: spec.info.vm, ..Default::default() };
@@ -145,7 +145,10 @@ impl Engine {
                 cut: false,
                 server: spec.requests.map(|plan| Server::new(plan, seed, &format!("task{i}"))),
                 background: spec.background,
-                io: spec.io.as_ref().map(|_| IoStream::new(vms.next().expect("unbounded"))),
+                io: spec.io.as_ref().map(|_| {
+                    vms += 1;
+                    IoStream::new(vms - 1)
+                }),
             });
         }
         let views = config.tasks.iter().map(|spec| TaskView::new(spec.info.clone())).collect();

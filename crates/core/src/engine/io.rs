@@ -7,8 +7,6 @@
 //! wakes into the queue of the core it last ran on, as a server does. The
 //! requests of all tasks reach the cache in the order of the cores' clocks.
 
-use std::cmp::Reverse;
-
 use super::Engine;
 use crate::types::TaskId;
 
@@ -48,9 +46,6 @@ impl Engine {
         let think = cache.think_ns(io.vm, io.next).unwrap_or(0);
         io.due = self.views[ti].cycles + (think as f64 * ghz).round() as u64;
         let wake = ((served as f64 * ghz).ceil() as u64).max(now);
-        self.tasks[ti].blocked = true;
-        self.tasks[ti].arrived_at = wake;
-        self.cores[c].pending = true;
-        self.timers.push(Reverse((wake, task.0)));
+        self.sleep_until(c, task, wake);
     }
 }

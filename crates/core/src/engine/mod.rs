@@ -161,7 +161,8 @@ pub struct Engine {
     slice_marks: Vec<(usize, usize, usize)>,
     /// The threads of each process whose threads meet at barriers.
     groups: Vec<Vec<TaskId>>,
-    /// Sleeping servers, by when their next request arrives.
+    /// Sleeping tasks (servers waiting for a request, VMs for their block
+    /// I/O), by when they wake.
     timers: BinaryHeap<Reverse<(u64, u32)>>,
     /// The requests that ended.
     requests: Vec<RequestRow>,

@@ -76,11 +76,18 @@ impl Engine {
             self.start_request(task, now); // it goes on at once
             return Ok(false);
         }
-        self.tasks[ti].blocked = true;
-        self.tasks[ti].arrived_at = arrival;
-        self.cores[c].pending = true;
-        self.timers.push(Reverse((arrival, task.0)));
+        self.sleep_until(c, task, arrival);
         Ok(true)
+    }
+
+    /// `task`, on core `c`, sleeps until `at`: off the core, which decides
+    /// next, and off every queue until [`Engine::wake`].
+    pub(super) fn sleep_until(&mut self, c: usize, task: TaskId, at: u64) {
+        let ti = task.0 as usize;
+        self.tasks[ti].blocked = true;
+        self.tasks[ti].arrived_at = at;
+        self.cores[c].pending = true;
+        self.timers.push(Reverse((at, task.0)));
     }
 
     /// `task` runs, from `now`, on a core: if it is a server whose request
@@ -103,13 +110,14 @@ impl Engine {
         }
     }
 
-    /// The next sleeping server whose request has arrived: it wakes.
+    /// The next sleeping task whose time has come (a server's request
+    /// arrived, a VM's block request served): it wakes.
     pub(super) fn wake(&mut self) {
         let Reverse((at, t)) = self.timers.pop().expect("a wake-up is due");
         self.unblock(TaskId(t), at);
     }
 
-    /// When the next sleeping server wakes.
+    /// When the next sleeping task wakes.
     pub(super) fn next_wake(&self) -> Option<u64> {
         self.timers.peek().map(|Reverse((at, _))| *at)
     }

@@ -70,6 +70,8 @@ def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
     # The floor counted what the engine counts (it stops the command otherwise).
     assert "counts equal" in proc.stdout and figures["floor"]["accesses"] == 200_000
     assert figures["engine_floor_ratio"] == figures["floor"]["engine_ns"] / figures["floor"]["floor_ns"]
+    assert figures["split_ratio"] == figures["floor"]["engine_ns"] / figures["floor"]["engine_split_ns"]
+    assert "caches split by set over two threads, in memory" in proc.stdout
     # callgrind's counts: the simulation thread's part of the process's.
     counted = figures["instructions_per_access"]
     assert 0 < counted["simulation_thread"] < counted["process"]

@@ -24,6 +24,8 @@ and times, in the same command so that machine noise hits both alike:
    leanest simulator of the standard machine, timed beside the engine's
    machine on the same accesses decoded in memory (at most 10M of them),
    on one thread and split over three; its counts must equal the engine's;
+   and the engine's machine with a single task's caches split by set over
+   two threads (``run.split_sets``), whose counts must equal it too;
 8. the host instructions per access, counted by valgrind's callgrind on
    2M accesses (or the benchmark's, if fewer) of the single task: the
    simulation thread's (inside the engine's run) and all the work's (the
@@ -322,6 +324,9 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
     out(f"the floor, {floor['accesses']:,} accesses in memory: engine's machine {floor['engine_ns']:.1f} ns/access, "
         f"floor {floor['floor_ns']:.1f} ns ({figures['engine_floor_ratio']:.2f} x the floor); the floor on three "
         f"threads {floor['halves_ns']:.1f} ns; decoding {floor['decoding_ns']:.1f} ns; counts equal")
+    figures["split_ratio"] = floor["engine_ns"] / floor["engine_split_ns"]
+    out(f"a single task's caches split by set over two threads, in memory: {floor['engine_split_ns']:.1f} ns/access, "
+        f"{figures['split_ratio']:.2f} x the engine's machine on one thread; counts equal")
     if shutil.which("valgrind"):
         counted_accesses = min(accesses, CALLGRIND_ACCESSES)
         small = bench_trace(counted_accesses, cache_dir)

@@ -82,9 +82,11 @@ class Results:
         return self._data["summary"]
 
     @property
-    def host(self) -> dict[str, float]:
-        """How long the host took: ``wall_seconds`` and ``accesses_per_second``
-        (empty for results read back from a ``results.json``). The only part
+    def host(self) -> dict[str, Any]:
+        """How the host ran it: ``wall_seconds``, ``accesses_per_second``, and
+        ``threads``, how the caches used host threads (split by set over two,
+        or one and why; see ``run.split_sets``) (empty for results read back
+        from a ``results.json``). The only part
         of a run that is not a function of its configuration and seed, so it
         is kept out of :meth:`to_json` and saved apart, in ``host.json``."""
         return self._data.get("host", {})

@@ -12,6 +12,12 @@ fn main() {
     println!("decoding (one thread):      {:6.2} ns/access", f.decoding_ns);
     println!("engine, standard machine:   {:6.2} ns/access  {:6.1} M/s", f.engine_ns, 1e3 / f.engine_ns);
     println!(
+        "engine, caches split by set on 2 threads: {:6.2} ns/access  {:6.1} M/s  (speed-up {:.2})",
+        f.engine_split_ns,
+        1e3 / f.engine_split_ns,
+        f.engine_ns / f.engine_split_ns
+    );
+    println!(
         "floor, standard machine:    {:6.2} ns/access  {:6.1} M/s  (engine / floor: {:.2})",
         f.floor_ns,
         1e3 / f.floor_ns,

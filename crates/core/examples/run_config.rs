@@ -21,6 +21,7 @@ fn main() {
     let mut results = engine.run(&mut |_| Ok(())).unwrap_or_else(|e| panic!("{e}"));
     let (seconds, accesses) = (start.elapsed().as_secs_f64(), results.summary.accesses);
     println!("{seconds:.3} s for {accesses} accesses ({} with the sockets apart)", engine.accesses_apart());
+    println!("{}", results.host.threads);
     if let Some(out) = args.next() {
         results.host = Default::default();
         let json = serde_json::to_string(&results).expect("results serialise");

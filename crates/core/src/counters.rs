@@ -274,3 +274,14 @@ pub struct NodeStats {
     /// Of `writes`, those from the caches of other nodes' sockets.
     pub remote_writes: u64,
 }
+
+impl NodeStats {
+    /// Add `other`'s reads and writes (not its pages: frames are counted
+    /// where they are allocated).
+    pub fn add_traffic(&mut self, other: &NodeStats) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.remote_reads += other.remote_reads;
+        self.remote_writes += other.remote_writes;
+    }
+}

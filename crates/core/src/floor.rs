@@ -364,6 +364,9 @@ pub struct Figures {
     pub decoding_ns: f64,
     /// The engine's machine (`Machine::access_batch`), one thread.
     pub engine_ns: f64,
+    /// The engine's machine with its caches split by set over two threads
+    /// ([`Machine::split_sets`]).
+    pub engine_split_ns: f64,
     /// The floor, one thread.
     pub floor_ns: f64,
     /// The floor on three threads: the translation and two halves of the caches.
@@ -396,6 +399,7 @@ pub fn measure(path: &Path, repeats: usize) -> Result<Figures> {
         accesses: all.len() as u64,
         decoding_ns: f64::MAX,
         engine_ns: f64::MAX,
+        engine_split_ns: f64::MAX,
         floor_ns: f64::MAX,
         halves_ns: f64::MAX,
         l1_ns: f64::MAX,
@@ -416,6 +420,19 @@ pub fn measure(path: &Path, repeats: usize) -> Result<Figures> {
         }
         m.settle_counts()?;
         f.engine_ns = f.engine_ns.min(ns(start));
+
+        let mut halves = Machine::new(&cfg.machine, 1, "machine")?;
+        halves.add_tasks(1);
+        halves.split_sets(&cfg.machine, 1)?;
+        let start = Instant::now();
+        for batch in all.chunks(4096) {
+            halves.access_batch(CoreId(0), TaskId(0), Asid(0), batch);
+        }
+        halves.settle_counts()?;
+        f.engine_split_ns = f.engine_split_ns.min(ns(start));
+        if engine_counts(&halves) != engine_counts(&m) {
+            return Err(differ("machine split by set"));
+        }
 
         let start = Instant::now();
         let counts = serial(&all, pages);

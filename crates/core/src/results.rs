@@ -376,6 +376,9 @@ pub struct Host {
     pub wall_seconds: f64,
     /// Simulated references (warm-up included) per wall-clock second.
     pub accesses_per_second: f64,
+    /// How the caches used host threads: split by set over two, or one
+    /// and why (see `run.split_sets`).
+    pub threads: String,
 }
 
 /// Everything a run reports; serialised to JSON for Python.

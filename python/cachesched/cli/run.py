@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -53,6 +54,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             results.to_json(args.json)
         if not args.quiet:
             print(results.format())
+    if args.verbose:
+        host = results.host
+        print(f"host: {host['wall_seconds']:.2f} s, {host['accesses_per_second'] / 1e6:.1f} M references/s; "
+              f"{host['threads']}", file=sys.stderr)
     return 0
 
 
@@ -99,6 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE ('-' for stdout)")
     run.add_argument("--out", metavar="DIR", help="write results.json and Parquet tables into DIR")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no report")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="also say how the host ran it: wall time, rate, and the threads its caches used")
     run.set_defaults(func=cmd_run)
 
     cfg = sub.add_parser("config", help="print a configuration as the simulator will run it")

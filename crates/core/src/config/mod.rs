@@ -47,6 +47,10 @@ pub struct RunParams {
     /// decisions, where the run allows it (same results; see
     /// docs/performance.md, "Sockets in parallel").
     pub parallel_sockets: bool,
+    /// Simulate a lone task's caches on two threads, split by set, where
+    /// the run allows it (same results; see docs/performance.md, "A
+    /// single task on two threads").
+    pub split_sets: bool,
     /// Cycles a core spends on each context switch (direct cost).
     pub switch_cycles: u64,
     /// Cycles added to a switch that migrates the task to another core.
@@ -66,6 +70,7 @@ impl Default for RunParams {
             prefetch: true,
             classify_thread: true,
             parallel_sockets: true,
+            split_sets: true,
             switch_cycles: 0,
             migration_cycles: 0,
             max_memory: None,

@@ -178,7 +178,36 @@ impl Engine {
             && config.config.stats.window.is_none()
             && groups.is_empty()
             && config.tasks.iter().all(|t| t.requests.is_none() && t.io.is_none());
+        // A lone task's caches split by set (see `mem::machine::split`).
+        let refusal = [
+            (!run.split_sets, "run.split_sets is off".to_string()),
+            (n != 1, format!("{n} tasks (only a lone task's caches split)")),
+            (host_cpus < 2, "the host has one CPU".into()),
+            // The other side wants a CPU of its own: beside the producer's,
+            // it would slow the run down.
+            (
+                own_threads && host_cpus < 3,
+                format!(
+                    "the host has {host_cpus} CPUs, one simulating and one producing the references (run.prefetch)"
+                ),
+            ),
+            (!mechanisms.is_empty(), "a mechanism is configured".into()),
+            (!groups.is_empty(), "threads meet at barriers".into()),
+            (
+                config.tasks.iter().any(|t| t.requests.is_some() || t.io.is_some()),
+                "the task serves requests or issues block I/O".into(),
+            ),
+        ];
+        let refusal = refusal.into_iter().find(|r| r.0).map(|r| r.1).or_else(|| machine.split_refusal());
+        let threads = match refusal {
+            Some(why) => format!("one thread for the caches: {why}"),
+            None => {
+                machine.split_sets(&config.config.machine, seed)?;
+                "the caches split by set over two threads".to_string()
+            }
+        };
         Ok(Engine {
+            threads,
             memory_limit: footprint::limit(&config.config),
             base_cpi: config.config.machine.base_cpi,
             max_stall: machine.max_stall(),

@@ -134,6 +134,8 @@ pub struct Engine {
     apart: bool,
     /// References simulated with the sockets apart.
     accesses_apart: u64,
+    /// How the run uses host threads for the caches, for `host.threads`.
+    threads: String,
     /// The host memory the run may hold (checked with the progress).
     memory_limit: Option<u64>,
     tasks: Vec<TaskRun>,
@@ -255,6 +257,7 @@ impl Engine {
     }
 
     fn check_machine(&self) -> Result<()> {
+        self.machine.check_split()?;
         if self.machine.memory_exhausted() {
             return Err(Error::Simulation(
                 "physical memory exhausted on every NUMA node: raise machine.memory.node_bytes".into(),

@@ -164,6 +164,7 @@ impl Engine {
                 } else {
                     0.0
                 },
+                threads: self.threads.clone(),
             },
             tasks,
             cores,

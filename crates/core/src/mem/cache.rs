@@ -557,6 +557,13 @@ impl Cache {
         self.tags.sets()
     }
 
+    /// Whether the lines of each parity may run on their own: an even
+    /// number of sets (a line's lowest bit is its set's), each set deciding
+    /// alone (see [`Replacement::sets_apart`]), no partitioned or locked ways.
+    pub fn sets_apart(&self) -> bool {
+        self.sets().is_multiple_of(2) && self.policy.sets_apart() && self.partition.is_none() && self.locked_count == 0
+    }
+
     /// Ways per set.
     pub fn ways(&self) -> usize {
         self.tags.ways()

@@ -465,6 +465,21 @@ impl Notebook {
         self.pass();
     }
 
+    /// Hand the notes over now, not when the batch is full: a note that
+    /// must be applied before the notes of a pad sending its batches
+    /// straight to the worker.
+    pub fn flush(&mut self) {
+        if let Err(e) = self.hand_over() {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// Whether a [`Notebook::pad`] keeps full batches for its notebook
+    /// (one with no worker to send them to): then it should be absorbed.
+    pub fn keeps(&self) -> bool {
+        matches!(&self.mode, Mode::Pad(kept, _) if !kept.is_empty())
+    }
+
     /// The counts as of the last [`Notebook::settle`].
     pub fn settled(&self) -> &Settled {
         &self.settled

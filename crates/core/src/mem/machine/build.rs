@@ -151,6 +151,7 @@ impl Machine {
             coherence: None,
             wide: None,
             sampler: params.sampler.clone().map(|s| (s, params.frequency_ghz)),
+            split: None,
         })
     }
 

@@ -38,6 +38,7 @@ mod presence;
 mod replay;
 mod sampler;
 mod sockets;
+mod split;
 mod translation;
 
 pub use coherence::{Coherence, Protocol, Traffic};
@@ -167,6 +168,10 @@ impl Ports {
 /// threads.
 #[derive(Debug)]
 pub struct Machine {
+    /// The caches split by set over a second thread ([`Machine::split_sets`]).
+    /// Declared first to be dropped first: the other side's notes hold
+    /// the channel of `notebook`'s worker, which waits for it to close.
+    split: Option<Box<split::Split>>,
     /// Per socket, then per core socket-major: its LLC, then each core's L1s and L2.
     caches: Vec<Cache>,
     cache_level: Vec<Level>,
@@ -329,6 +334,9 @@ impl Machine {
                 lines[self.cache_level[c] as usize] = self.caches[c].lines_of(task);
             }
         }
+        if let Some(odd) = self.resident_other(core, task) {
+            lines.iter_mut().zip(odd).for_each(|(l, o)| *l += o);
+        }
         lines
     }
 
@@ -356,6 +364,8 @@ impl Machine {
     /// attributed levels' induced misses up to date: they are classified in
     /// batches, and are current only after this.
     pub fn settle_counts(&mut self) -> Result<()> {
+        self.check_split()?;
+        self.absorb_other_notes();
         let (cache_on, tlb_on) = self.notebook.coverage();
         let settled = self.notebook.settle()?;
         for (cache, compulsory) in self.caches.iter_mut().zip(&settled.caches) {
@@ -412,7 +422,13 @@ impl Machine {
     /// nodes; cache and TLB contents and page tables stay.
     pub fn reset_stats(&mut self) {
         self.tasks.iter_mut().for_each(|t| *t = TaskStats::default());
+        // With the caches split, the other side's notes before the reset
+        // go first, and its later ones, sent to the worker on their own, after.
+        self.absorb_other_notes();
         self.notebook.note(Note::Reset);
+        if self.split.is_some() {
+            self.notebook.flush();
+        }
         for c in &mut self.caches {
             c.stats = Default::default();
         }
@@ -461,6 +477,9 @@ impl Machine {
     /// they add beyond the base CPI. The same as calling [`Machine::access`]
     /// for each, with the per-task totals updated once per batch.
     pub fn access_batch(&mut self, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        if self.split.is_some() {
+            return self.split_batch(core, task, asid, batch);
+        }
         let (mut part, c) = self.part_of(core);
         part.access_batch(c, task, asid, batch)
     }

@@ -228,10 +228,7 @@ impl Machine {
                 self.tasks[t] = share.tasks[t].clone();
             }
             for (home, n) in self.nodes.iter_mut().zip(&share.nodes) {
-                home.reads += n.reads;
-                home.writes += n.writes;
-                home.remote_reads += n.remote_reads;
-                home.remote_writes += n.remote_writes;
+                home.add_traffic(n);
             }
             self.page_table.take_back(share.page_table);
             self.notebook.absorb(share.notebook);

@@ -26,6 +26,10 @@ pub struct Fifo {
 }
 
 impl Replacement for Fifo {
+    fn sets_apart(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn on_hit(&mut self, _t: &Touch) {}
 

@@ -31,6 +31,10 @@ pub type Lip = Recency<AtLru>;
 pub struct AtLru;
 
 impl Insert for AtLru {
+    fn sets_apart(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn at_mru(&mut self, _set: usize) -> bool {
         false

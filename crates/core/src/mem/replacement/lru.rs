@@ -28,6 +28,10 @@ pub struct Lru {
 }
 
 impl Replacement for Lru {
+    fn sets_apart(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn on_hit(&mut self, t: &Touch) {
         self.stamps.stamp(t.set, t.way);

@@ -224,6 +224,15 @@ pub trait Replacement {
         let _ = (set, way);
         None
     }
+
+    /// Whether each set decides alone: its victims depend only on the
+    /// hits, fills and evictions of that set, in their order (no state
+    /// shared by sets, no draw from a generator, no pc), so that two
+    /// threads may run disjoint sets of the cache and decide as one would.
+    /// Optional; the safe default is `false`.
+    fn sets_apart(&self) -> bool {
+        false
+    }
 }
 
 /// How a run of hits reaches a policy (the machine's L1 hit run, chosen
@@ -323,6 +332,9 @@ macro_rules! policies {
             }
             fn recency(&self, set: usize, way: usize) -> Option<u32> {
                 match self { $(Policy::$variant(p) => p.recency(set, way)),+ }
+            }
+            fn sets_apart(&self) -> bool {
+                match self { $(Policy::$variant(p) => p.sets_apart()),+ }
             }
         }
     };

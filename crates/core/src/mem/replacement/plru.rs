@@ -64,6 +64,10 @@ impl Plru {
 }
 
 impl Replacement for Plru {
+    fn sets_apart(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn on_hit(&mut self, t: &Touch) {
         self.touch(t.set, t.way);

@@ -16,6 +16,12 @@ pub trait Insert: Clone + std::fmt::Debug {
 
     /// A demand miss in `set` (set dueling learns here). Optional.
     fn on_miss(&mut self, _set: usize) {}
+
+    /// Whether the rule looks at nothing beyond the set
+    /// ([`Replacement::sets_apart`]). Optional; the default is `false`.
+    fn sets_apart(&self) -> bool {
+        false
+    }
 }
 
 /// An LRU-stack policy with the insertion rule `I`.
@@ -33,6 +39,10 @@ impl<I: Insert> Recency<I> {
 }
 
 impl<I: Insert> Replacement for Recency<I> {
+    fn sets_apart(&self) -> bool {
+        self.insert.sets_apart()
+    }
+
     #[inline(always)]
     fn on_hit(&mut self, t: &Touch) {
         self.stamps.stamp(t.set, t.way);

@@ -23,6 +23,12 @@ pub trait Insert: Clone + std::fmt::Debug {
 
     /// A demand miss in `set` (set dueling learns here). Optional.
     fn on_miss(&mut self, _set: usize) {}
+
+    /// Whether the rule looks at nothing beyond the set
+    /// ([`Replacement::sets_apart`]). Optional; the default is `false`.
+    fn sets_apart(&self) -> bool {
+        false
+    }
 }
 
 /// An RRIP policy: hits predict a near re-reference (RRPV 0), victims are
@@ -34,6 +40,10 @@ pub struct Rrip<I> {
 }
 
 impl<I: Insert> Replacement for Rrip<I> {
+    fn sets_apart(&self) -> bool {
+        self.insert.sets_apart()
+    }
+
     #[inline(always)]
     fn on_hit(&mut self, t: &Touch) {
         self.rrpv.set(t.set, t.way, 0);

@@ -42,6 +42,10 @@ pub type Srrip = Rrip<Long>;
 pub struct Long;
 
 impl Insert for Long {
+    fn sets_apart(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn rrpv(&mut self, rrpv: &Rrpv, _set: usize) -> u8 {
         rrpv.long()

@@ -1,0 +1,567 @@
+//! A lone task's references over two threads, the caches split by set.
+//!
+//! Every cache of an eligible machine ([`Machine::split_refusal`]) has a
+//! number of sets divisible by 8 (else 4, else 2), so a physical line's
+//! lowest three bits (else two, else one) are its set's lowest in every
+//! cache: the lines of one residue live in sets no other line reaches.
+//! Each cache's policy decides each set alone, so a part of the caches
+//! that sees exactly its lines' references, in their order, decides as the
+//! whole cache would. The calling thread translates a batch (the TLBs and
+//! page tables do not depend on the caches when walks are fixed-cost) and
+//! deals its lines: those with the low bits clear to its own machine's
+//! caches, the rest to a second machine's on a thread of their own, in
+//! pieces that thread starts on while the translation goes on.
+//! Translation costing about what a third of the caches' work does, the
+//! translating thread keeps an eighth of the sets where it can. The second
+//! machine's counters are added into this one's after every batch, its
+//! notes handed to this machine's notebook, so every count reads as in a
+//! serial run.
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{Machine, MachineParams, Part, Tally};
+use crate::counters::{NodeStats, TaskStats};
+use crate::error::{Error, Result};
+use crate::mem::cache::{CacheStats, Req};
+use crate::mem::replacement::{HitUpdate, ReqKind};
+use crate::mem::tlb;
+use crate::mem::tlb::WalkModel;
+use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
+
+/// A line of a batch for a side: the physical line, then a bit saying it
+/// belongs to a reference across lines, then its kind in two bits.
+type Item = u64;
+
+const CROSSING: u64 = 1 << 2;
+
+fn item(line: LineAddr, kind: ReqKind, crossing: bool) -> Item {
+    line.0 << 3 | (crossing as u64) << 2 | kind as u64
+}
+
+fn kind_of(item: Item) -> ReqKind {
+    match item & 3 {
+        0 => ReqKind::Load,
+        1 => ReqKind::Store,
+        _ => ReqKind::Ifetch,
+    }
+}
+
+/// Lines of a batch for one side, in order, and per line of a reference
+/// across lines its translation's cycles.
+#[derive(Default)]
+struct Piece {
+    items: Vec<Item>,
+    translated: Vec<u32>,
+}
+
+impl Piece {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.translated.clear();
+    }
+}
+
+/// What the translating thread tells the other.
+enum Order {
+    /// A batch of `task` on the core begins: the other machine, and a
+    /// buffer for the cycles of lines across lines.
+    Begin(Box<Machine>, CoreId, TaskId, Vec<u32>),
+    /// The batch's next lines.
+    Lines(Piece),
+    /// The batch has no more lines.
+    End,
+}
+
+/// What the other thread found in a batch: its machine back, the cycles of
+/// its lines of references within one line, and per line across lines its
+/// own (translation included), in order.
+type Found = (Box<Machine>, u64, Vec<u32>);
+
+/// The other side: its machine (here between batches, with the thread
+/// while one runs), the channels to its thread, and buffers kept between
+/// batches.
+pub(super) struct Split {
+    other: Option<Box<Machine>>,
+    orders: Option<SyncSender<Order>>,
+    found: Receiver<Found>,
+    /// Pieces the other thread has emptied, to fill again.
+    spent: Receiver<Piece>,
+    thread: Option<JoinHandle<()>>,
+    /// This thread's lines, and its cycles of lines across lines.
+    mine: Piece,
+    worst: Vec<u32>,
+    /// The other's cycles of lines across lines, its buffer between batches.
+    theirs: Vec<u32>,
+    /// Per side, the batch index of each of its lines across lines.
+    crossings: [Vec<u32>; 2],
+    /// Per line across lines, its reference's index and its cycles.
+    across: Vec<(u32, u32)>,
+    /// The line bits that choose a side: a line with none of them set is
+    /// this thread's, the rest the other's.
+    mask: u64,
+    failed: bool,
+}
+
+/// References translated between two pieces sent to the other thread.
+const PIECE: usize = 512;
+
+impl std::fmt::Debug for Split {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Split")
+    }
+}
+
+impl Drop for Split {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.orders.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Machine {
+    /// Why the caches cannot be split by set, if they cannot: a policy
+    /// that decides across sets (set dueling, a random draw, a learned
+    /// table), a cache with an odd number of sets, a prefetcher (it fetches
+    /// the neighbouring lines, of the other side), walks that read the
+    /// caches (radix), coherence, the switch-miss tag directory, an
+    /// attributed level (their shadows see references in order), ways
+    /// partitioned or locked.
+    pub fn split_refusal(&self) -> Option<String> {
+        if let Some(c) = self.caches.iter().find(|c| !c.sets_apart()) {
+            let why = match c.sets() % 2 {
+                1 => "has an odd number of sets",
+                _ => "decides across sets (its policy, or partitioned or locked ways)",
+            };
+            return Some(format!("{} {why}", c.path));
+        }
+        if let Some(c) = (0..self.caches.len()).find(|&c| self.prefetchers[c].is_some()) {
+            return Some(format!("{} has a prefetcher", self.caches[c].path));
+        }
+        let reasons = [
+            (self.caches.is_empty() || self.cores.iter().any(|p| p.data.len == 0), "a core has no cache"),
+            (self.k.walk == WalkModel::Radix, "page walks read the caches (tlb.walk = \"radix\")"),
+            (!self.k.shortcuts, "an L1 or L1 TLB is attributed"),
+            (self.coherence.is_some(), "the caches are coherent"),
+            (self.atd.is_some(), "a switch-miss tag directory watches the LLCs"),
+            (self.notebook.coverage() != Default::default(), "a level is attributed"),
+        ];
+        reasons.into_iter().find(|r| r.0).map(|r| r.1.to_string())
+    }
+
+    /// Run most of the caches' sets on a thread of their own from now on (see
+    /// the module documentation); `params` and `seed` are the machine's.
+    /// The caller checked [`Machine::split_refusal`].
+    pub fn split_sets(&mut self, params: &MachineParams, seed: u64) -> Result<()> {
+        debug_assert!(self.split_refusal().is_none());
+        let mut other = Box::new(Machine::new(params, seed, "machine")?);
+        other.add_tasks(self.tasks.len());
+        other.notebook = self.notebook.pad();
+        let (orders, orders_in) = sync_channel(64);
+        let (found_out, found) = sync_channel(1);
+        let (spent_out, spent) = sync_channel(64);
+        let thread = std::thread::Builder::new()
+            .name("cachesched-sets".into())
+            .spawn(move || serve(orders_in, found_out, spent_out))
+            .map_err(|e| Error::Simulation(format!("cannot start the thread of the split caches: {e}")))?;
+        // The translating thread keeps an eighth of the sets where every
+        // cache's set count allows: translation costs it about what the
+        // caches' other seven eighths cost the other thread.
+        let mask = [7u64, 3, 1]
+            .into_iter()
+            .find(|m| self.caches.iter().all(|c| (c.sets() as u64).is_multiple_of(m + 1)))
+            .unwrap_or(1);
+        self.split = Some(Box::new(Split {
+            other: Some(other),
+            orders: Some(orders),
+            found,
+            spent,
+            thread: Some(thread),
+            mine: Piece::default(),
+            worst: Vec::new(),
+            theirs: Vec::new(),
+            crossings: Default::default(),
+            across: Vec::new(),
+            mask,
+            failed: false,
+        }));
+        Ok(())
+    }
+
+    /// Whether the caches run split by set.
+    pub fn splits_sets(&self) -> bool {
+        self.split.is_some()
+    }
+
+    /// [`Machine::access_batch`] with the caches split.
+    pub(super) fn split_batch(&mut self, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        let mut split = self.split.take().expect("split");
+        let stall = self.run_sides(&mut split, core, task, asid, batch);
+        self.split = Some(split);
+        stall
+    }
+
+    fn run_sides(&mut self, split: &mut Split, core: CoreId, task: TaskId, asid: Asid, batch: &[Access]) -> u64 {
+        let (Some(other), Some(orders)) = (split.other.take(), split.orders.as_ref()) else {
+            split.failed = true;
+            return 0;
+        };
+        let mut sent = orders.send(Order::Begin(other, core, task, std::mem::take(&mut split.theirs))).is_ok();
+        let Split { mine, worst, crossings, mask, spent, .. } = split;
+        mine.clear();
+        worst.clear();
+        crossings.iter_mut().for_each(Vec::clear);
+        let (mut part, c) = self.part_of(core);
+        let mut translation = 0;
+        for (k, piece) in batch.chunks(PIECE).enumerate() {
+            let mut theirs = spent.try_recv().unwrap_or_default();
+            theirs.clear();
+            let at = (k * PIECE) as u32;
+            translation += part.deal(c, task, asid, piece, at, *mask, [&mut *mine, &mut theirs], crossings);
+            sent &= orders.send(Order::Lines(theirs)).is_ok();
+        }
+        sent &= orders.send(Order::End).is_ok();
+        let stall = part.lines(c, task, mine, worst);
+        let Some((mut other, their_stall, theirs)) = sent.then(|| receive(&split.found)).flatten() else {
+            split.failed = true;
+            return 0;
+        };
+        self.add_other(&mut other, task);
+        split.other = Some(other);
+        // A reference across lines costs its slowest line, whichever side ran it.
+        let across = &mut split.across;
+        across.clear();
+        for (at, worst) in split.crossings.iter().zip([&split.worst, &theirs]) {
+            across.extend(at.iter().copied().zip(worst.iter().copied()));
+        }
+        split.theirs = theirs;
+        across.sort_unstable();
+        let slowest: u64 =
+            across.chunk_by(|a, b| a.0 == b.0).map(|g| g.iter().map(|x| x.1).max().unwrap_or(0) as u64).sum();
+        let stall = translation + stall + their_stall + slowest;
+        let stats = &mut self.tasks[task.0 as usize];
+        stats.accesses += batch.len() as u64;
+        stats.instructions += batch.iter().map(|a| a.instrs as u64).sum::<u64>();
+        stats.stall_cycles += stall;
+        stall
+    }
+
+    /// Add what the other side counted since the last batch to this
+    /// machine's counters (its notes when it keeps them).
+    fn add_other(&mut self, other: &mut Machine, task: TaskId) {
+        for (mine, theirs) in self.caches.iter_mut().zip(&mut other.caches) {
+            mine.stats.add(&std::mem::take(&mut theirs.stats));
+        }
+        let t = task.0 as usize;
+        add_cache_side(&mut self.tasks[t], &std::mem::take(&mut other.tasks[t]));
+        for (mine, theirs) in self.nodes.iter_mut().zip(&mut other.nodes) {
+            mine.add_traffic(theirs);
+            *theirs = NodeStats { node: theirs.node, ..NodeStats::default() };
+        }
+        if other.notebook.keeps() {
+            self.absorb_notes(other);
+        }
+    }
+
+    /// Take the other machine's notes into this one's notebook: before a
+    /// note that must follow them (a reset) and before counts are read.
+    fn absorb_notes(&mut self, other: &mut Machine) {
+        let pad = std::mem::replace(&mut other.notebook, self.notebook.pad());
+        self.notebook.absorb(pad);
+    }
+
+    /// [`Machine::absorb_notes`] of the other side, if the caches are split.
+    pub(super) fn absorb_other_notes(&mut self) {
+        let Some(mut other) = self.split.as_deref_mut().and_then(|s| s.other.take()) else { return };
+        self.absorb_notes(&mut other);
+        self.split.as_deref_mut().expect("split").other = Some(other);
+    }
+
+    /// An error if the thread of the split caches stopped.
+    pub fn check_split(&self) -> Result<()> {
+        match self.split.as_deref() {
+            Some(s) if s.failed => {
+                Err(Error::Simulation("the thread simulating part of the caches stopped unexpectedly".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Lines of `task` in the other side's caches of `core` (see [`Machine::resident`]).
+    pub(super) fn resident_other(&self, core: CoreId, task: TaskId) -> Option<[u64; crate::counters::Level::COUNT]> {
+        let other = self.split.as_deref()?.other.as_deref()?;
+        Some(other.resident(core, task))
+    }
+}
+
+/// Add the counts the other side of the caches makes for a task: its levels' hits
+/// and misses and the lines memory served it. (Translation, references,
+/// instructions and stalls are the translating side's; compulsory and
+/// induced misses come from the notes.)
+fn add_cache_side(mine: &mut TaskStats, theirs: &TaskStats) {
+    let TaskStats { levels, memory_local, memory_remote, .. } = theirs;
+    for (m, t) in mine.levels.iter_mut().zip(levels) {
+        for k in 0..m.hits.len() {
+            m.hits[k] += t.hits[k];
+            m.misses[k] += t.misses[k];
+        }
+    }
+    mine.memory_local += memory_local;
+    mine.memory_remote += memory_remote;
+}
+
+impl Part<'_> {
+    /// Translate references (the first at index `at` of its batch) on
+    /// core `c`, dealing each line to a side: `sides[0]` if it has none of
+    /// `mask`'s bits, else `sides[1]` (`crossings`: per side, the batch
+    /// index of each line of a reference across lines). Returns the
+    /// translation cycles of the references within one line.
+    #[allow(clippy::too_many_arguments)]
+    fn deal(
+        &mut self,
+        c: usize,
+        task: TaskId,
+        asid: Asid,
+        batch: &[Access],
+        at: u32,
+        mask: u64,
+        mut sides: [&mut Piece; 2],
+        crossings: &mut [Vec<u32>; 2],
+    ) -> u64 {
+        let (line_shift, page_shift) = (self.k.line_shift, self.k.page_shift);
+        let mut cycles = 0u64;
+        let mut i = 0;
+        while i < batch.len() {
+            let (ran, run_cycles) = self.tlb_run(c, task, asid, &batch[i..], mask, &mut sides);
+            cycles += run_cycles;
+            i += ran;
+            let Some(a) = batch.get(i) else { break };
+            i += 1;
+            let req = Req { kind: a.kind.into(), pc: a.pc, task };
+            let first = a.addr.0 >> line_shift;
+            let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> line_shift;
+            if first == last {
+                let (paddr, t) = self.translate(c, &req, asid, a.addr.0);
+                let line = LineAddr(paddr >> line_shift);
+                sides[(line.0 & mask != 0) as usize].items.push(item(line, req.kind, false));
+                cycles += t as u64;
+                continue;
+            }
+            // As `access_split`: one translation per page.
+            let mut page = (u64::MAX, 0, 0);
+            for vline in first..=last {
+                let vaddr = vline << line_shift;
+                if vaddr >> page_shift != page.0 {
+                    let (paddr, t) = self.translate(c, &req, asid, vaddr.max(a.addr.0));
+                    page = (vaddr >> page_shift, paddr >> page_shift, t);
+                }
+                let line = super::line_in_frame(page.1, vline, page_shift, line_shift);
+                let side = (line.0 & mask != 0) as usize;
+                sides[side].items.push(item(line, req.kind, true));
+                sides[side].translated.push(page.2);
+                crossings[side].push(at + i as u32 - 1);
+            }
+        }
+        cycles
+    }
+
+    /// A run of data references within one line that hit the L1 data TLB,
+    /// translated with its geometry in registers and dealt to the sides;
+    /// stops before the first reference that needs more, having changed
+    /// nothing for it. Returns the references it took and their cycles.
+    fn tlb_run(
+        &mut self,
+        c: usize,
+        task: TaskId,
+        asid: Asid,
+        batch: &[Access],
+        mask: u64,
+        sides: &mut [&mut Piece; 2],
+    ) -> (usize, u64) {
+        let Some(dtlb) = self.cores[c].dtlb else { return (0, 0) };
+        let (page_shift, line_shift) = (self.k.page_shift, self.k.line_shift);
+        let Some(run) = self.tlbs[dtlb].hit_run() else { return (0, 0) };
+        let latency = run.latency_cycles as u64;
+        let n = batch.len();
+        let ran = match (run.lends_stamps(n), run.stride() == run.ways()) {
+            (true, true) if run.ways() == 4 => match run.lru(n) {
+                Some(run) => translate_run::<_, 4>(run, asid, batch, page_shift, line_shift, mask, sides),
+                None => 0,
+            },
+            _ => translate_run::<_, 0>(run, asid, batch, page_shift, line_shift, mask, sides),
+        };
+        self.tlbs[dtlb].stats.hits += ran as u64;
+        self.tasks[task.0 as usize].tlb.l1_hits += ran as u64;
+        (ran, ran as u64 * latency)
+    }
+
+    /// Run a side's lines on core `c`'s caches for `task`; returns the
+    /// cycles of its lines of references within one line, and pushes to
+    /// `worst` those of each line across lines (its translation included).
+    fn lines(&mut self, c: usize, task: TaskId, piece: &Piece, worst: &mut Vec<u32>) -> u64 {
+        let mut tally = Tally::default();
+        let mut stall = 0u64;
+        let mut translated = piece.translated.iter();
+        for &x in &piece.items {
+            let kind = kind_of(x);
+            let line = LineAddr(x >> 3);
+            let req = Req { kind, pc: VirtAddr(0), task };
+            let l1 = &mut self.caches[self.cores[c].path(kind).at(0)];
+            // As the L1 shortcut: a hit that needs nothing below is tallied.
+            let cycles = match l1.find(line) {
+                Some(slot) if kind != ReqKind::Store || l1.write_back => {
+                    l1.touch_hit(slot, &req);
+                    tally.l1[(kind == ReqKind::Ifetch) as usize][kind as usize] += 1;
+                    l1.latency_cycles
+                }
+                found => self.access_line(c, line, &req, found.is_none()),
+            };
+            match x & CROSSING {
+                0 => stall += cycles as u64,
+                _ => worst.push(translated.next().copied().unwrap_or(0) + cycles),
+            }
+        }
+        self.credit(c, task, &tally);
+        self.notebook.pass();
+        stall
+    }
+}
+
+/// The other thread: a batch's pieces through its machine's caches as
+/// they come, its findings sent back at the batch's end, until the
+/// translating thread hangs up.
+fn serve(orders: Receiver<Order>, found: SyncSender<Found>, spent: SyncSender<Piece>) {
+    let mut batch: Option<(Box<Machine>, CoreId, TaskId, Vec<u32>)> = None;
+    let mut stall = 0;
+    while let Some(order) = receive(&orders) {
+        match (order, batch.as_mut()) {
+            (Order::Begin(machine, core, task, mut worst), _) => {
+                worst.clear();
+                (batch, stall) = (Some((machine, core, task, worst)), 0);
+            }
+            (Order::Lines(piece), Some((machine, core, task, worst))) => {
+                let (mut part, c) = machine.part_of(*core);
+                stall += part.lines(c, *task, &piece, worst);
+                // Full: the translating thread allocates another.
+                let _ = spent.try_send(piece);
+            }
+            (Order::End, Some(_)) => {
+                let (machine, _, _, worst) = batch.take().expect("a batch");
+                if found.send((machine, stall, worst)).is_err() {
+                    return;
+                }
+            }
+            // Out of order: the translating thread broke off; it reports it.
+            _ => return,
+        }
+    }
+}
+
+/// The body of [`Part::tlb_run`], with the TLB's policy as `H` and its
+/// ways as `WAYS` (0: any).
+#[inline(always)]
+fn translate_run<H: HitUpdate, const WAYS: usize>(
+    mut tlb: tlb::HitRun<'_, H>,
+    asid: Asid,
+    batch: &[Access],
+    page_shift: u32,
+    line_shift: u32,
+    mask: u64,
+    sides: &mut [&mut Piece; 2],
+) -> usize {
+    let mut ran = 0;
+    // The page run last and its slot: nothing moves in the TLB during a run.
+    let (mut page, mut at) = (u64::MAX, None);
+    for a in batch {
+        let vline = a.addr.0 >> line_shift;
+        let across = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> line_shift != vline;
+        if across || a.kind == AccessKind::Ifetch {
+            break;
+        }
+        let vpn = a.addr.0 >> page_shift;
+        let slot = match at {
+            Some(slot) if vpn == page => slot,
+            _ => {
+                let Some(slot) = tlb.find_in::<WAYS>(tlb::key(asid, vpn)) else { break };
+                (page, at) = (vpn, Some(slot));
+                slot
+            }
+        };
+        tlb.touch::<WAYS>(slot);
+        let line = super::line_in_frame(tlb.frame_of::<WAYS>(slot), vline, page_shift, line_shift);
+        sides[(line.0 & mask != 0) as usize].items.push(item(line, a.kind.into(), false));
+        ran += 1;
+    }
+    tlb.settle();
+    ran
+}
+
+/// Wait for what `from` sends: spinning a little first, since the other
+/// side is usually about to send (a blocked thread takes tens of
+/// microseconds to wake); `None` once the sender is gone.
+fn receive<T>(from: &Receiver<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            match from.try_recv() {
+                Ok(x) => return Some(x),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        if start.elapsed() > SPIN {
+            return from.recv().ok();
+        }
+    }
+}
+
+/// How long [`receive`] spins before it blocks.
+const SPIN: Duration = Duration::from_micros(200);
+
+impl CacheStats {
+    /// Add `other`'s counts.
+    pub fn add(&mut self, other: &CacheStats) {
+        let CacheStats {
+            hits,
+            misses,
+            compulsory,
+            fills,
+            evictions,
+            dirty_evictions,
+            back_invalidations,
+            bypasses,
+            flushed,
+            coherence_invalidations,
+            coherence_cleans,
+            prefetch_useful,
+            prefetch_unused,
+            migrated_in,
+            migrated_dropped,
+            migrated_useful,
+            migrated_unused,
+        } = other;
+        for k in 0..hits.len() {
+            self.hits[k] += hits[k];
+            self.misses[k] += misses[k];
+            self.compulsory[k] += compulsory[k];
+        }
+        self.fills += fills;
+        self.evictions += evictions;
+        self.dirty_evictions += dirty_evictions;
+        self.back_invalidations += back_invalidations;
+        self.bypasses += bypasses;
+        self.flushed += flushed;
+        self.coherence_invalidations += coherence_invalidations;
+        self.coherence_cleans += coherence_cleans;
+        self.prefetch_useful += prefetch_useful;
+        self.prefetch_unused += prefetch_unused;
+        self.migrated_in += migrated_in;
+        self.migrated_dropped += migrated_dropped;
+        self.migrated_useful += migrated_useful;
+        self.migrated_unused += migrated_unused;
+    }
+}

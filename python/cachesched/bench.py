@@ -139,10 +139,12 @@ CALLGRIND_ACCESSES = 2_000_000
 FLOOR_ACCESSES = 10_000_000
 #: Runs one single-task simulation of the trace ``argv[1]``, limited to
 #: ``argv[2]`` accesses, with decoding and classification on threads of
-#: their own unless ``argv[3]`` is ``one-thread``.
+#: their own unless ``argv[3]`` is ``one-thread``; the caches on one thread
+#: (``run.split_sets`` off: the counts are of the work, not of how it is
+#: spread, and a thread waiting for the other would count its spinning).
 _SINGLE = ("import sys, cachesched; one = sys.argv[3:] == ['one-thread']; cachesched.simulate({'workload': "
            "{'kind': 'trace', 'params': {'path': sys.argv[1]}}, 'run': {'max_accesses': int(sys.argv[2]), "
-           "'prefetch': not one, 'classify_thread': not one}})")
+           "'prefetch': not one, 'classify_thread': not one, 'split_sets': False}})")
 
 
 def _callgrind(path: Path, accesses: int, toggle: str | None) -> int:

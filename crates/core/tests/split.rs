@@ -1,7 +1,8 @@
 //! The caches split by set over two threads (`Machine::split_sets`) count
 //! exactly what the serial machine counts, on random machines of the kinds
 //! it accepts and random references (loads, stores, fetches, references
-//! across lines and pages), batch by batch.
+//! across lines and pages, radix walks reading the page table through the
+//! caches), batch by batch.
 
 use cachesched_core::mem::cache::{CacheParams, Inclusion, WritePolicy};
 use cachesched_core::mem::machine::{Machine, MachineParams};
@@ -49,7 +50,7 @@ fn machine(shape: &Shape) -> MachineParams {
         l1d: TlbLevelParams { entries: 8, ways: 2, latency_cycles: 1, replacement: PluginConfig::named("lru") },
         l1i: None,
         l2: Some(TlbLevelParams { entries: 32, ways: 4, latency_cycles: 6, replacement: PluginConfig::named("lru") }),
-        walk: WalkModel::Fixed,
+        walk: if shape.radix { WalkModel::Radix } else { WalkModel::Fixed },
         walk_latency_cycles: 30,
         l2_victim_fill: shape.victim_fill,
     });
@@ -68,6 +69,7 @@ struct Shape {
     nodes: bool,
     tlb: bool,
     victim_fill: bool,
+    radix: bool,
 }
 
 fn shape() -> impl Strategy<Value = Shape> {
@@ -80,11 +82,13 @@ fn shape() -> impl Strategy<Value = Shape> {
         0..2usize,
         any::<bool>(),
         prop::bool::weighted(0.8),
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
     )
-        .prop_map(|(policies, write_through, l1i, (llc, llc_sets), inclusion, frames, nodes, tlb, victim_fill)| {
-            Shape { policies, write_through, l1i, llc, llc_sets, inclusion, frames, nodes, tlb, victim_fill }
-        })
+        .prop_map(
+            |(policies, write_through, l1i, (llc, llc_sets), inclusion, frames, nodes, tlb, (victim_fill, radix))| {
+                Shape { policies, write_through, l1i, llc, llc_sets, inclusion, frames, nodes, tlb, victim_fill, radix }
+            },
+        )
 }
 
 /// References over 64 pages: mostly within a line, some across lines (and
@@ -176,13 +180,6 @@ fn machines_the_split_cannot_take_say_why() {
             },
             "has a prefetcher",
         ),
-        (
-            MachineParams {
-                tlb: Some(TlbParams { walk: WalkModel::Radix, ..TlbParams::default() }),
-                ..Default::default()
-            },
-            "radix",
-        ),
     ];
     for (params, why) in cases {
         let said = refused(params).unwrap_or_default();
@@ -206,6 +203,7 @@ fn a_long_run_classifying_on_a_thread_counts_what_the_serial_machine_counts() {
         nodes: false,
         tlb: true,
         victim_fill: false,
+        radix: true,
     };
     let params = machine(&shape);
     let mut serial = Machine::new(&params, 5, "machine").unwrap();

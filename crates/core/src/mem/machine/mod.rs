@@ -277,6 +277,10 @@ pub struct Part<'m> {
     atd: Option<&'m mut Atd>,
     coherence: Option<&'m mut Coherence>,
     scratch: &'m mut Vec<Evicted>,
+    /// Where a radix walk's page-table reads go instead of the caches, if
+    /// anywhere: the translation of caches split by set, which deals them
+    /// to the side owning each line.
+    walks: Option<&'m mut Vec<LineAddr>>,
     k: &'m Constants,
 }
 

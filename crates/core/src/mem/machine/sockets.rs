@@ -72,6 +72,7 @@ impl Machine {
             atd: self.atd.as_deref_mut(),
             coherence: if wide { self.coherence.as_deref_mut() } else { None },
             scratch: &mut self.scratch,
+            walks: None,
             k: &self.k,
         }
     }
@@ -214,6 +215,7 @@ impl Machine {
                 atd: None,
                 coherence: None,
                 scratch: &mut share.scratch,
+                walks: None,
                 k,
             })
             .collect()

@@ -7,7 +7,8 @@
 //! Each cache's policy decides each set alone, so a part of the caches
 //! that sees exactly its lines' references, in their order, decides as the
 //! whole cache would. The calling thread translates a batch (the TLBs and
-//! page tables do not depend on the caches when walks are fixed-cost) and
+//! page tables do not depend on the caches; a radix walk's reads of the
+//! page table are dealt as lines too, before the line they translate) and
 //! deals its lines: those with the low bits clear to its own machine's
 //! caches, the rest to a second machine's on a thread of their own, in
 //! pieces that thread starts on while the translation goes on.
@@ -27,40 +28,51 @@ use crate::error::{Error, Result};
 use crate::mem::cache::{CacheStats, Req};
 use crate::mem::replacement::{HitUpdate, ReqKind};
 use crate::mem::tlb;
-use crate::mem::tlb::WalkModel;
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
 
 /// A line of a batch for a side: the physical line, then a bit saying it
-/// belongs to a reference across lines, then its kind in two bits.
+/// belongs to a reference across lines, then its kind in two bits (a
+/// load, a store, a fetch, or a page walk's read).
 type Item = u64;
 
 const CROSSING: u64 = 1 << 2;
 
 fn item(line: LineAddr, kind: ReqKind, crossing: bool) -> Item {
-    line.0 << 3 | (crossing as u64) << 2 | kind as u64
+    let code = match kind {
+        ReqKind::Load => 0,
+        ReqKind::Store => 1,
+        ReqKind::Ifetch => 2,
+        _ => 3,
+    };
+    line.0 << 3 | (crossing as u64) << 2 | code
 }
 
 fn kind_of(item: Item) -> ReqKind {
     match item & 3 {
         0 => ReqKind::Load,
         1 => ReqKind::Store,
-        _ => ReqKind::Ifetch,
+        2 => ReqKind::Ifetch,
+        _ => ReqKind::Walk,
     }
 }
 
-/// Lines of a batch for one side, in order, and per line of a reference
-/// across lines its translation's cycles.
+/// A line of a reference across lines, as the translating thread dealt
+/// it: the reference's index in the batch, which of its pages the line is
+/// on, whether it is a page walk's read of that page's translation or one
+/// of the reference's own lines, and then the page's translation cycles
+/// beyond the walk's reads.
+#[derive(Debug, Clone, Copy)]
+struct Across {
+    at: u32,
+    page: u8,
+    walk: bool,
+    translated: u32,
+}
+
+/// Lines of a batch for one side, in order.
 #[derive(Default)]
 struct Piece {
     items: Vec<Item>,
-    translated: Vec<u32>,
-}
-
-impl Piece {
-    fn clear(&mut self) {
-        self.items.clear();
-        self.translated.clear();
-    }
 }
 
 /// What the translating thread tells the other.
@@ -94,10 +106,13 @@ pub(super) struct Split {
     worst: Vec<u32>,
     /// The other's cycles of lines across lines, its buffer between batches.
     theirs: Vec<u32>,
-    /// Per side, the batch index of each of its lines across lines.
-    crossings: [Vec<u32>; 2],
-    /// Per line across lines, its reference's index and its cycles.
-    across: Vec<(u32, u32)>,
+    /// Per side, what each of its lines across lines is.
+    crossings: [Vec<Across>; 2],
+    /// Per line across lines: its reference's index, page, role (0: a
+    /// walk's read, 1: its own line) and cycles.
+    across: Vec<(u32, u8, u8, u32)>,
+    /// A page walk's reads while translating, before they are dealt.
+    walks: Vec<LineAddr>,
     /// The line bits that choose a side: a line with none of them set is
     /// this thread's, the rest the other's.
     mask: u64,
@@ -127,8 +142,7 @@ impl Machine {
     /// Why the caches cannot be split by set, if they cannot: a policy
     /// that decides across sets (set dueling, a random draw, a learned
     /// table), a cache with an odd number of sets, a prefetcher (it fetches
-    /// the neighbouring lines, of the other side), walks that read the
-    /// caches (radix), coherence, the switch-miss tag directory, an
+    /// the neighbouring lines, of the other side), coherence, the switch-miss tag directory, an
     /// attributed level (their shadows see references in order), ways
     /// partitioned or locked.
     pub fn split_refusal(&self) -> Option<String> {
@@ -144,7 +158,6 @@ impl Machine {
         }
         let reasons = [
             (self.caches.is_empty() || self.cores.iter().any(|p| p.data.len == 0), "a core has no cache"),
-            (self.k.walk == WalkModel::Radix, "page walks read the caches (tlb.walk = \"radix\")"),
             (!self.k.shortcuts, "an L1 or L1 TLB is attributed"),
             (self.coherence.is_some(), "the caches are coherent"),
             (self.atd.is_some(), "a switch-miss tag directory watches the LLCs"),
@@ -186,6 +199,7 @@ impl Machine {
             theirs: Vec::new(),
             crossings: Default::default(),
             across: Vec::new(),
+            walks: Vec::new(),
             mask,
             failed: false,
         }));
@@ -211,15 +225,16 @@ impl Machine {
             return 0;
         };
         let mut sent = orders.send(Order::Begin(other, core, task, std::mem::take(&mut split.theirs))).is_ok();
-        let Split { mine, worst, crossings, mask, spent, .. } = split;
-        mine.clear();
+        let Split { mine, worst, crossings, mask, spent, walks, .. } = split;
+        mine.items.clear();
         worst.clear();
         crossings.iter_mut().for_each(Vec::clear);
         let (mut part, c) = self.part_of(core);
+        part.walks = Some(walks);
         let mut translation = 0;
         for (k, piece) in batch.chunks(PIECE).enumerate() {
             let mut theirs = spent.try_recv().unwrap_or_default();
-            theirs.clear();
+            theirs.items.clear();
             let at = (k * PIECE) as u32;
             translation += part.deal(c, task, asid, piece, at, *mask, [&mut *mine, &mut theirs], crossings);
             sent &= orders.send(Order::Lines(theirs)).is_ok();
@@ -232,16 +247,30 @@ impl Machine {
         };
         self.add_other(&mut other, task);
         split.other = Some(other);
-        // A reference across lines costs its slowest line, whichever side ran it.
+        // A reference across lines costs its slowest line, whichever side
+        // ran it, with the cycles of its page's translation, walk included.
         let across = &mut split.across;
         across.clear();
-        for (at, worst) in split.crossings.iter().zip([&split.worst, &theirs]) {
-            across.extend(at.iter().copied().zip(worst.iter().copied()));
+        for (dealt, cycles) in split.crossings.iter().zip([&split.worst, &theirs]) {
+            let lines = dealt.iter().zip(cycles);
+            across.extend(lines.map(|(a, &c)| (a.at, a.page, !a.walk as u8, c + a.translated)));
         }
         split.theirs = theirs;
         across.sort_unstable();
-        let slowest: u64 =
-            across.chunk_by(|a, b| a.0 == b.0).map(|g| g.iter().map(|x| x.1).max().unwrap_or(0) as u64).sum();
+        let mut slowest = 0u64;
+        for reference in across.chunk_by(|a, b| a.0 == b.0) {
+            let (mut page, mut walk, mut worst) = (u8::MAX, 0, 0);
+            for &(_, p, role, cycles) in reference {
+                if p != page {
+                    (page, walk) = (p, 0);
+                }
+                match role {
+                    0 => walk += cycles as u64,
+                    _ => worst = worst.max(walk + cycles as u64),
+                }
+            }
+            slowest += worst;
+        }
         let stall = translation + stall + their_stall + slowest;
         let stats = &mut self.tasks[task.0 as usize];
         stats.accesses += batch.len() as u64;
@@ -299,11 +328,12 @@ impl Machine {
 }
 
 /// Add the counts the other side of the caches makes for a task: its levels' hits
-/// and misses and the lines memory served it. (Translation, references,
+/// and misses, the lines memory served it, and the cycles of the page walks'
+/// reads it ran. (The rest of translation, references,
 /// instructions and stalls are the translating side's; compulsory and
 /// induced misses come from the notes.)
 fn add_cache_side(mine: &mut TaskStats, theirs: &TaskStats) {
-    let TaskStats { levels, memory_local, memory_remote, .. } = theirs;
+    let TaskStats { levels, memory_local, memory_remote, tlb, .. } = theirs;
     for (m, t) in mine.levels.iter_mut().zip(levels) {
         for k in 0..m.hits.len() {
             m.hits[k] += t.hits[k];
@@ -312,14 +342,16 @@ fn add_cache_side(mine: &mut TaskStats, theirs: &TaskStats) {
     }
     mine.memory_local += memory_local;
     mine.memory_remote += memory_remote;
+    mine.tlb.walk_cycles += tlb.walk_cycles;
 }
 
 impl Part<'_> {
     /// Translate references (the first at index `at` of its batch) on
     /// core `c`, dealing each line to a side: `sides[0]` if it has none of
-    /// `mask`'s bits, else `sides[1]` (`crossings`: per side, the batch
-    /// index of each line of a reference across lines). Returns the
-    /// translation cycles of the references within one line.
+    /// `mask`'s bits, else `sides[1]`, a page walk's reads before the line
+    /// they translate (`crossings`: per side, what each line of a reference
+    /// across lines is). Returns the translation cycles of the references
+    /// within one line, but for their walks' reads.
     #[allow(clippy::too_many_arguments)]
     fn deal(
         &mut self,
@@ -330,9 +362,10 @@ impl Part<'_> {
         at: u32,
         mask: u64,
         mut sides: [&mut Piece; 2],
-        crossings: &mut [Vec<u32>; 2],
+        crossings: &mut [Vec<Across>; 2],
     ) -> u64 {
         let (line_shift, page_shift) = (self.k.line_shift, self.k.page_shift);
+        let side = |line: LineAddr| (line.0 & mask != 0) as usize;
         let mut cycles = 0u64;
         let mut i = 0;
         while i < batch.len() {
@@ -340,14 +373,18 @@ impl Part<'_> {
             cycles += run_cycles;
             i += ran;
             let Some(a) = batch.get(i) else { break };
+            let index = at + i as u32;
             i += 1;
             let req = Req { kind: a.kind.into(), pc: a.pc, task };
             let first = a.addr.0 >> line_shift;
             let last = a.addr.0.saturating_add(a.size.max(1) as u64 - 1) >> line_shift;
             if first == last {
                 let (paddr, t) = self.translate(c, &req, asid, a.addr.0);
+                for line in self.walks.as_deref_mut().into_iter().flat_map(|w| w.drain(..)) {
+                    sides[side(line)].items.push(item(line, ReqKind::Walk, false));
+                }
                 let line = LineAddr(paddr >> line_shift);
-                sides[(line.0 & mask != 0) as usize].items.push(item(line, req.kind, false));
+                sides[side(line)].items.push(item(line, req.kind, false));
                 cycles += t as u64;
                 continue;
             }
@@ -358,12 +395,16 @@ impl Part<'_> {
                 if vaddr >> page_shift != page.0 {
                     let (paddr, t) = self.translate(c, &req, asid, vaddr.max(a.addr.0));
                     page = (vaddr >> page_shift, paddr >> page_shift, t);
+                    let nth = ((vaddr >> page_shift) - (a.addr.0 >> page_shift)) as u8;
+                    for line in self.walks.as_deref_mut().into_iter().flat_map(|w| w.drain(..)) {
+                        sides[side(line)].items.push(item(line, ReqKind::Walk, true));
+                        crossings[side(line)].push(Across { at: index, page: nth, walk: true, translated: 0 });
+                    }
                 }
                 let line = super::line_in_frame(page.1, vline, page_shift, line_shift);
-                let side = (line.0 & mask != 0) as usize;
-                sides[side].items.push(item(line, req.kind, true));
-                sides[side].translated.push(page.2);
-                crossings[side].push(at + i as u32 - 1);
+                let nth = (page.0 - (a.addr.0 >> page_shift)) as u8;
+                sides[side(line)].items.push(item(line, req.kind, true));
+                crossings[side(line)].push(Across { at: index, page: nth, walk: false, translated: page.2 });
             }
         }
         cycles
@@ -401,34 +442,92 @@ impl Part<'_> {
 
     /// Run a side's lines on core `c`'s caches for `task`; returns the
     /// cycles of its lines of references within one line, and pushes to
-    /// `worst` those of each line across lines (its translation included).
+    /// `worst` those of each line across lines.
     fn lines(&mut self, c: usize, task: TaskId, piece: &Piece, worst: &mut Vec<u32>) -> u64 {
         let mut tally = Tally::default();
         let mut stall = 0u64;
-        let mut translated = piece.translated.iter();
-        for &x in &piece.items {
+        let mut i = 0;
+        while i < piece.items.len() {
+            let (ran, cycles) = self.l1_hits(c, task, &piece.items[i..], &mut tally);
+            stall += cycles;
+            i += ran;
+            let Some(&x) = piece.items.get(i) else { break };
+            i += 1;
             let kind = kind_of(x);
             let line = LineAddr(x >> 3);
             let req = Req { kind, pc: VirtAddr(0), task };
             let l1 = &mut self.caches[self.cores[c].path(kind).at(0)];
-            // As the L1 shortcut: a hit that needs nothing below is tallied.
+            // As the L1 shortcut: a demand hit that needs nothing below is tallied.
             let cycles = match l1.find(line) {
-                Some(slot) if kind != ReqKind::Store || l1.write_back => {
+                Some(slot) if kind != ReqKind::Walk && (kind != ReqKind::Store || l1.write_back) => {
                     l1.touch_hit(slot, &req);
                     tally.l1[(kind == ReqKind::Ifetch) as usize][kind as usize] += 1;
                     l1.latency_cycles
                 }
                 found => self.access_line(c, line, &req, found.is_none()),
             };
+            if kind == ReqKind::Walk {
+                self.tasks[task.0 as usize].tlb.walk_cycles += cycles as u64;
+            }
             match x & CROSSING {
                 0 => stall += cycles as u64,
-                _ => worst.push(translated.next().copied().unwrap_or(0) + cycles),
+                _ => worst.push(cycles),
             }
         }
         self.credit(c, task, &tally);
         self.notebook.pass();
         stall
     }
+
+    /// A run of loads and stores of references within one line that hit
+    /// the L1 data cache (and need nothing below it), with its geometry in
+    /// registers, tallied; stops before the first line that needs more,
+    /// having changed nothing for it. Returns the lines it ran and their cycles.
+    fn l1_hits(&mut self, c: usize, task: TaskId, items: &[Item], tally: &mut Tally) -> (usize, u64) {
+        let l1 = self.cores[c].data.at(0);
+        let Some(run) = self.caches[l1].hit_run() else { return (0, 0) };
+        let latency = run.latency_cycles as u64;
+        let n = items.len();
+        let (loads, stores) = match (run.lends_stamps(n), run.stride() == run.ways()) {
+            (true, true) if run.ways() == 8 => match run.lru(n) {
+                Some(run) => hit_run::<_, 8>(run, task, items),
+                None => (0, 0),
+            },
+            _ => hit_run::<_, 0>(run, task, items),
+        };
+        tally.l1[0][ReqKind::Load as usize] += loads;
+        tally.l1[0][ReqKind::Store as usize] += stores;
+        let ran = (loads + stores) as usize;
+        (ran, ran as u64 * latency)
+    }
+}
+
+/// The body of [`Part::l1_hits`], with the L1's policy as `H` and its ways
+/// as `WAYS` (0: any); returns the loads and the stores it ran.
+#[inline(always)]
+fn hit_run<H: HitUpdate, const WAYS: usize>(
+    mut l1: crate::mem::cache::HitRun<'_, H>,
+    task: TaskId,
+    items: &[Item],
+) -> (u64, u64) {
+    let (mut loads, mut stores) = (0, 0);
+    for &x in items {
+        // A fetch, a walk's read or a line across lines takes the general path.
+        if x & 7 > 1 {
+            break;
+        }
+        let store = x & 1 == 1;
+        if store && !l1.write_back {
+            break;
+        }
+        let Some(slot) = l1.find_in::<WAYS>(LineAddr(x >> 3)) else { break };
+        let kind = if store { ReqKind::Store } else { ReqKind::Load };
+        l1.touch_hit::<WAYS>(slot, &Req { kind, pc: VirtAddr(0), task });
+        stores += store as u64;
+        loads += !store as u64;
+    }
+    l1.settle();
+    (loads, stores)
 }
 
 /// The other thread: a batch's pieces through its machine's caches as

@@ -116,7 +116,12 @@ impl Part<'_> {
                 let mut cycles = self.k.walk_latency;
                 for level in 0..self.k.radix_levels {
                     let pte = self.page_table.entry_addr(asid, vpn, level, self.k.radix_levels, self.cores[c].node);
-                    cycles += self.access_line(c, LineAddr(pte >> self.k.line_shift), &walk, false);
+                    let line = LineAddr(pte >> self.k.line_shift);
+                    match self.walks.as_deref_mut() {
+                        // The caches split: the entry's side reads it, and adds its cycles.
+                        Some(walks) => walks.push(line),
+                        None => cycles += self.access_line(c, line, &walk, false),
+                    }
                 }
                 cycles
             }

@@ -72,6 +72,7 @@ def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
     assert figures["engine_floor_ratio"] == figures["floor"]["engine_ns"] / figures["floor"]["floor_ns"]
     assert figures["split_ratio"] == figures["floor"]["engine_ns"] / figures["floor"]["engine_split_ns"]
     assert "caches split by set over two threads, in memory" in proc.stdout
+    assert "as run by default on this host" in proc.stdout and figures["single_split_ratio"] > 0
     # callgrind's counts: the simulation thread's part of the process's.
     counted = figures["instructions_per_access"]
     assert 0 < counted["simulation_thread"] < counted["process"]

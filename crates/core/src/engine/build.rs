@@ -57,8 +57,25 @@ impl Engine {
         // the simulation's; beyond that, the spare CPUs' threads shared by
         // all tasks, up to POOLED_TASKS (their buffers add up).
         let n = config.tasks.len();
-        let own_threads = run.prefetch && n < host_cpus;
-        let pooled = run.prefetch && !own_threads && host_cpus > 1 && n <= POOLED_TASKS;
+        // A lone task's caches split by set (see `mem::machine::split`),
+        // unless a reason below says otherwise.
+        let refusal = [
+            (!run.split_sets, "run.split_sets is off".to_string()),
+            (n != 1, format!("{n} tasks (only a lone task's caches split)")),
+            (host_cpus < 2, "the host has one CPU".into()),
+            (!config.mechanisms.is_empty(), "a mechanism is configured".into()),
+            (
+                config.tasks.iter().any(|t| t.requests.is_some() || t.io.is_some()),
+                "the task serves requests or issues block I/O".into(),
+            ),
+        ];
+        let refusal = refusal.into_iter().find(|r| r.0).map(|r| r.1).or_else(|| machine.split_refusal());
+        // On two CPUs the second simulates part of the caches, and the task's
+        // references are decoded on the simulating thread: a producer beside
+        // both made the run slower (docs/performance.md).
+        let decodes_here = refusal.is_none() && host_cpus < 3;
+        let own_threads = run.prefetch && n < host_cpus && !decodes_here;
+        let pooled = run.prefetch && !own_threads && !decodes_here && host_cpus > 1 && n <= POOLED_TASKS;
         // A thread that meets barriers, or a server, stays on the simulation's
         // thread: the barriers and the starts of requests do not travel
         // through a producer's batches.
@@ -178,32 +195,17 @@ impl Engine {
             && config.config.stats.window.is_none()
             && groups.is_empty()
             && config.tasks.iter().all(|t| t.requests.is_none() && t.io.is_none());
-        // A lone task's caches split by set (see `mem::machine::split`).
-        let refusal = [
-            (!run.split_sets, "run.split_sets is off".to_string()),
-            (n != 1, format!("{n} tasks (only a lone task's caches split)")),
-            (host_cpus < 2, "the host has one CPU".into()),
-            // The other side wants a CPU of its own: beside the producer's,
-            // it would slow the run down.
-            (
-                own_threads && host_cpus < 3,
-                format!(
-                    "the host has {host_cpus} CPUs, one simulating and one producing the references (run.prefetch)"
-                ),
-            ),
-            (!mechanisms.is_empty(), "a mechanism is configured".into()),
-            (!groups.is_empty(), "threads meet at barriers".into()),
-            (
-                config.tasks.iter().any(|t| t.requests.is_some() || t.io.is_some()),
-                "the task serves requests or issues block I/O".into(),
-            ),
-        ];
-        let refusal = refusal.into_iter().find(|r| r.0).map(|r| r.1).or_else(|| machine.split_refusal());
+        let refusal = refusal.or_else(|| (!groups.is_empty()).then(|| "threads meet at barriers".to_string()));
         let threads = match refusal {
             Some(why) => format!("one thread for the caches: {why}"),
             None => {
                 machine.split_sets(&config.config.machine, seed)?;
-                "the caches split by set over two threads".to_string()
+                let mut threads = "the caches split by set over two threads".to_string();
+                if decodes_here && run.prefetch {
+                    threads +=
+                        format!(", the references decoded on the first (the host has {host_cpus} CPUs)").as_str();
+                }
+                threads
             }
         };
         Ok(Engine {

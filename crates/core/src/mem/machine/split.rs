@@ -141,10 +141,10 @@ impl Drop for Split {
 impl Machine {
     /// Why the caches cannot be split by set, if they cannot: a policy
     /// that decides across sets (set dueling, a random draw, a learned
-    /// table), a cache with an odd number of sets, a prefetcher (it fetches
-    /// the neighbouring lines, of the other side), coherence, the switch-miss tag directory, an
-    /// attributed level (their shadows see references in order), ways
-    /// partitioned or locked.
+    /// table), a cache with an odd number of sets, a prefetcher (it
+    /// fetches the neighbouring lines, of the other side), coherence, the
+    /// switch-miss tag directory, an attributed level (their shadows see
+    /// references in order), ways partitioned or locked.
     pub fn split_refusal(&self) -> Option<String> {
         if let Some(c) = self.caches.iter().find(|c| !c.sets_apart()) {
             let why = match c.sets() % 2 {
@@ -615,6 +615,9 @@ fn receive<T>(from: &Receiver<T>) -> Option<T> {
         if start.elapsed() > SPIN {
             return from.recv().ok();
         }
+        // The host may have more threads to run than CPUs (a sweep's
+        // workers): let them run rather than spin through their turn.
+        std::thread::yield_now();
     }
 }
 

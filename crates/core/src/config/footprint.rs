@@ -146,7 +146,7 @@ mod tests {
     #[test]
     fn a_run_that_outgrows_its_limit_is_stopped_with_an_error() {
         // Memory the process holds besides the run, written so that it is resident.
-        let ballast = vec![1u8; 32 << 20];
+        let ballast = std::hint::black_box(vec![1u8; 32 << 20]);
         let held = resident().expect("Linux says how much memory a process holds");
         assert!(held > 32 << 20, "this test process holds {held} bytes");
         // The machine and its buffers fit 16 MiB, the process does not.

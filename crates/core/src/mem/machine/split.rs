@@ -87,8 +87,8 @@ enum Order {
 }
 
 /// What the other thread found in a batch: its machine back, the cycles of
-/// its lines of references within one line, and per line across lines its
-/// own (translation included), in order.
+/// its lines of references within one line, and per line across lines
+/// (a walk's read or a reference's own line) its cycles, in order.
 type Found = (Box<Machine>, u64, Vec<u32>);
 
 /// The other side: its machine (here between batches, with the thread
@@ -101,7 +101,7 @@ pub(super) struct Split {
     /// Pieces the other thread has emptied, to fill again.
     spent: Receiver<Piece>,
     thread: Option<JoinHandle<()>>,
-    /// This thread's lines, and its cycles of lines across lines.
+    /// This thread's lines, and the cycles of those across lines.
     mine: Piece,
     worst: Vec<u32>,
     /// The other's cycles of lines across lines, its buffer between batches.

@@ -57,6 +57,7 @@ impl Engine {
         // the simulation's; beyond that, the spare CPUs' threads shared by
         // all tasks, up to POOLED_TASKS (their buffers add up).
         let n = config.tasks.len();
+        let serves = config.tasks.iter().any(|t| t.requests.is_some() || t.io.is_some());
         // A lone task's caches split by set (see `mem::machine::split`),
         // unless a reason below says otherwise.
         let refusal = [
@@ -64,10 +65,7 @@ impl Engine {
             (n != 1, format!("{n} tasks (only a lone task's caches split)")),
             (host_cpus < 2, "the host has one CPU".into()),
             (!config.mechanisms.is_empty(), "a mechanism is configured".into()),
-            (
-                config.tasks.iter().any(|t| t.requests.is_some() || t.io.is_some()),
-                "the task serves requests or issues block I/O".into(),
-            ),
+            (serves, "the task serves requests or issues block I/O".into()),
         ];
         let refusal = refusal.into_iter().find(|r| r.0).map(|r| r.1).or_else(|| machine.split_refusal());
         // On two CPUs the second simulates part of the caches, and the task's
@@ -194,7 +192,7 @@ impl Engine {
             && config.config.stats.interval.is_none()
             && config.config.stats.window.is_none()
             && groups.is_empty()
-            && config.tasks.iter().all(|t| t.requests.is_none() && t.io.is_none());
+            && !serves;
         let refusal = refusal.or_else(|| (!groups.is_empty()).then(|| "threads meet at barriers".to_string()));
         let threads = match refusal {
             Some(why) => format!("one thread for the caches: {why}"),

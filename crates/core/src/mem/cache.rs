@@ -212,6 +212,50 @@ pub struct CacheStats {
     pub migrated_unused: u64,
 }
 
+impl CacheStats {
+    /// Add `other`'s counts.
+    pub fn add(&mut self, other: &CacheStats) {
+        let CacheStats {
+            hits,
+            misses,
+            compulsory,
+            fills,
+            evictions,
+            dirty_evictions,
+            back_invalidations,
+            bypasses,
+            flushed,
+            coherence_invalidations,
+            coherence_cleans,
+            prefetch_useful,
+            prefetch_unused,
+            migrated_in,
+            migrated_dropped,
+            migrated_useful,
+            migrated_unused,
+        } = other;
+        for k in 0..hits.len() {
+            self.hits[k] += hits[k];
+            self.misses[k] += misses[k];
+            self.compulsory[k] += compulsory[k];
+        }
+        self.fills += fills;
+        self.evictions += evictions;
+        self.dirty_evictions += dirty_evictions;
+        self.back_invalidations += back_invalidations;
+        self.bypasses += bypasses;
+        self.flushed += flushed;
+        self.coherence_invalidations += coherence_invalidations;
+        self.coherence_cleans += coherence_cleans;
+        self.prefetch_useful += prefetch_useful;
+        self.prefetch_unused += prefetch_unused;
+        self.migrated_in += migrated_in;
+        self.migrated_dropped += migrated_dropped;
+        self.migrated_useful += migrated_useful;
+        self.migrated_unused += migrated_unused;
+    }
+}
+
 /// A valid line, as [`Cache::resident_lines`] lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resident {

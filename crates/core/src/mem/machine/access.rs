@@ -106,7 +106,7 @@ impl Part<'_> {
 
     /// Credit a batch's tallied hits, references, instructions and stalls.
     #[inline(always)]
-    fn close_batch(&mut self, c: usize, task: TaskId, batch: &[Access], tally: &Tally, stall: u64) -> u64 {
+    pub(super) fn close_batch(&mut self, c: usize, task: TaskId, batch: &[Access], tally: &Tally, stall: u64) -> u64 {
         self.credit(c, task, tally);
         self.notebook.pass();
         let stats = &mut self.tasks[task.0 as usize];

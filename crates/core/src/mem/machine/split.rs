@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::{Machine, MachineParams, Part, Tally};
 use crate::counters::{NodeStats, TaskStats};
 use crate::error::{Error, Result};
-use crate::mem::cache::{CacheStats, Req};
+use crate::mem::cache::Req;
 use crate::mem::replacement::{HitUpdate, ReqKind};
 use crate::mem::tlb;
 use crate::types::{Access, AccessKind, Asid, CoreId, LineAddr, TaskId, VirtAddr};
@@ -271,12 +271,9 @@ impl Machine {
             }
             slowest += worst;
         }
-        let stall = translation + stall + their_stall + slowest;
-        let stats = &mut self.tasks[task.0 as usize];
-        stats.accesses += batch.len() as u64;
-        stats.instructions += batch.iter().map(|a| a.instrs as u64).sum::<u64>();
-        stats.stall_cycles += stall;
-        stall
+        let (mut part, c) = self.part_of(core);
+        // The sides credited their hits already.
+        part.close_batch(c, task, batch, &Tally::default(), translation + stall + their_stall + slowest)
     }
 
     /// Add what the other side counted since the last batch to this
@@ -623,47 +620,3 @@ fn receive<T>(from: &Receiver<T>) -> Option<T> {
 
 /// How long [`receive`] spins before it blocks.
 const SPIN: Duration = Duration::from_micros(200);
-
-impl CacheStats {
-    /// Add `other`'s counts.
-    pub fn add(&mut self, other: &CacheStats) {
-        let CacheStats {
-            hits,
-            misses,
-            compulsory,
-            fills,
-            evictions,
-            dirty_evictions,
-            back_invalidations,
-            bypasses,
-            flushed,
-            coherence_invalidations,
-            coherence_cleans,
-            prefetch_useful,
-            prefetch_unused,
-            migrated_in,
-            migrated_dropped,
-            migrated_useful,
-            migrated_unused,
-        } = other;
-        for k in 0..hits.len() {
-            self.hits[k] += hits[k];
-            self.misses[k] += misses[k];
-            self.compulsory[k] += compulsory[k];
-        }
-        self.fills += fills;
-        self.evictions += evictions;
-        self.dirty_evictions += dirty_evictions;
-        self.back_invalidations += back_invalidations;
-        self.bypasses += bypasses;
-        self.flushed += flushed;
-        self.coherence_invalidations += coherence_invalidations;
-        self.coherence_cleans += coherence_cleans;
-        self.prefetch_useful += prefetch_useful;
-        self.prefetch_unused += prefetch_unused;
-        self.migrated_in += migrated_in;
-        self.migrated_dropped += migrated_dropped;
-        self.migrated_useful += migrated_useful;
-        self.migrated_unused += migrated_unused;
-    }
-}

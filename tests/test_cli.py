@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_run_builtin_example_as_json(run_cli):
     proc = run_cli("run", "--example", "quickstart", "--accesses", "20000", "-q", "--json", "-", check=True)
@@ -73,6 +75,13 @@ def test_bench_runs_small_and_agrees_with_pycachesim(run_cli, tmp_path):
     assert figures["split_ratio"] == figures["floor"]["engine_ns"] / figures["floor"]["engine_split_ns"]
     assert "caches split by set over two threads, in memory" in proc.stdout
     assert "as run by default on this host" in proc.stdout and figures["single_split_ratio"] > 0
+    # The scheduling scenario's bound: its wall time is at least its CPU
+    # time (every thread's) over the host's CPUs, so its ratio at most the bound.
+    for key in ("scheduling", "scheduling_attribution"):
+        cpu, wall = figures[f"{key}_cpu_seconds"], 200_000 / figures[key]
+        assert 0 < cpu <= figures["cpus"] * wall + 0.01
+        assert figures[f"{key}_bound"] == pytest.approx(200_000 / figures["ours_tlb"] * figures["cpus"] / cpu)
+        assert figures[f"{key}_ratio"] <= figures[f"{key}_bound"] * 1.05
     # callgrind's counts: the simulation thread's part of the process's.
     counted = figures["instructions_per_access"]
     assert 0 < counted["simulation_thread"] < counted["process"]

@@ -50,6 +50,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -116,10 +117,8 @@ def bench_trace(accesses: int, cache_dir: Path) -> Path:
     return path
 
 
-def _ours(path: Path, machine: dict, **run) -> tuple[float, object]:
-    start = time.perf_counter()
-    results = simulate({"machine": machine, "workload": {"kind": "trace", "params": {"path": str(path)}}, "run": run})
-    return time.perf_counter() - start, results
+def _ours(path: Path, machine: dict, **run) -> tuple[float, object, float]:
+    return _timed({"machine": machine, "workload": {"kind": "trace", "params": {"path": str(path)}}, "run": run})
 
 
 def _pycachesim(path: Path, accesses: int, chunk: int = 1 << 20) -> tuple[float, float, dict]:
@@ -200,10 +199,17 @@ def _slices(path: Path, accesses: int, n: int, name: str) -> list[dict]:
         "path": str(path), "skip": i * per, "limit": per}}} for i in range(n)]
 
 
-def _timed(config: dict) -> tuple[float, object]:
-    start = time.perf_counter()
+def _cpu_seconds() -> float:
+    """CPU time of this process so far, every thread's."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(config: dict) -> tuple[float, object, float]:
+    """Seconds of wall time a simulation takes, its results, and its CPU seconds."""
+    start, cpu = time.perf_counter(), _cpu_seconds()
     results = simulate(config)
-    return time.perf_counter() - start, results
+    return time.perf_counter() - start, results, _cpu_seconds() - cpu
 
 
 def scheduling_config(path: Path, accesses: int, attribution: bool) -> dict:
@@ -261,7 +267,7 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
 
     # The single task and the scenarios in turn, the best of each counting:
     # a change in the host's load between repeats then hits all three alike.
-    runs: dict[str, list[tuple[float, object]]] = {"single": [], "single_split": [], "scheduling": [],
+    runs: dict[str, list[tuple[float, object, float]]] = {"single": [], "single_split": [], "scheduling": [],
                                                     "scheduling_attribution": [], "numa": [], "region": []}
     for _ in range(repeat):
         # The scenarios' baseline keeps its caches on one thread, as they do.
@@ -272,27 +278,32 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
         runs["numa"].append(_timed(numa_config(path, accesses)))
         runs["region"].append(_timed(region_config(path, accesses)))
     best = {key: min(timings, key=lambda r: r[0]) for key, timings in runs.items()}
-    seconds, results = best["single"]
+    seconds, results, _ = best["single"]
     figures["ours_tlb"] = accesses / seconds
     levels = results.levels.groupby("level")[["accesses", "misses"]].sum()
     figures["miss_ratio"] = {lv: float(row.misses / row.accesses) for lv, row in levels.iterrows()}
     out(f"cachesched, standard machine with TLBs: {figures['ours_tlb'] / 1e6:8.1f} M accesses/s")
-    seconds, split = best["single_split"]
+    seconds, split, _ = best["single_split"]
     figures["single_split"] = accesses / seconds
     figures["single_split_ratio"] = figures["single_split"] / figures["ours_tlb"]
     out(f"the same, as run by default on this host ({split.host['threads']}): {figures['single_split'] / 1e6:5.1f} "
         f"M accesses/s, {figures['single_split_ratio']:.2f} x")
 
     for attribution, key in ((False, "scheduling"), (True, "scheduling_attribution")):
-        seconds, sched = best[key]
+        seconds, sched, cpu = best[key]
         figures[key] = sched.summary["accesses"] / seconds
         figures[f"{key}_ratio"] = figures[key] / figures["ours_tlb"]
+        # However its work were spread, it could not take less wall time
+        # than its CPU time over the host's CPUs.
+        figures[f"{key}_cpu_seconds"] = cpu
+        figures[f"{key}_bound"] = bound = best["single"][0] * figures["cpus"] / cpu
         what = "with attribution (L2, LLC)" if attribution else "without attribution"
         out(f"scheduling, {TASKS} tasks on 16 cores, {what + ':':<27} {figures[key] / 1e6:5.1f} M accesses/s, "
             f"{figures[f'{key}_ratio']:.2f} x single-task ({sched.summary['switches']:,} switches, "
-            f"{sched.summary['migrations']:,} migrations)")
+            f"{sched.summary['migrations']:,} migrations); its CPU time {cpu * 1e9 / accesses:.0f} ns per access, "
+            f"so at most {bound:.2f} x on {figures['cpus']} CPUs")
 
-    seconds, numa = best["numa"]
+    seconds, numa, _ = best["numa"]
     figures["numa"] = numa.summary["accesses"] / seconds
     figures["numa_ratio"] = figures["numa"] / figures["ours_tlb"]
     traffic = numa.traffic
@@ -301,7 +312,7 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
         f"M accesses/s, {figures['numa_ratio']:.2f} x single-task ({traffic.cache_to_cache.sum():,} "
         f"cache-to-cache transfers, {share:.2%} of transactions sampled)")
 
-    seconds, region = best["region"]
+    seconds, region, _ = best["region"]
     figures["region"] = region.summary["accesses"] / seconds
     figures["region_ratio"] = figures["region"] / figures["ours_tlb"]
     m = region.mechanisms.iloc[0]
@@ -354,7 +365,7 @@ def run(accesses: int = 50_000_000, repeat: int = 1, with_pycachesim: bool = Tru
         f"trace a tenth as long ({whole / tenth:.2f} x)")
 
     equivalent = reference.equivalent_machine(GEOMETRY)
-    seconds, same = min((_ours(path, equivalent) for _ in range(repeat)), key=lambda r: r[0])
+    seconds, same, _ = min((_ours(path, equivalent) for _ in range(repeat)), key=lambda r: r[0])
     figures["ours_pycachesim_semantics"] = accesses / seconds
     out(f"cachesched, pycachesim's semantics:     {figures['ours_pycachesim_semantics'] / 1e6:8.1f} M accesses/s")
 
@@ -414,7 +425,7 @@ def mrc_run(accesses: int = 50_000_000, repeat: int = 1, cache_dir: Path | None 
     sets = size // (ways * 64)
     figures: dict = {"accesses": accesses, "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}
 
-    seconds, results = min((_ours(path, equivalent_machine(size, ways)) for _ in range(repeat)), key=lambda r: r[0])
+    seconds, results, _ = min((_ours(path, equivalent_machine(size, ways)) for _ in range(repeat)), key=lambda r: r[0])
     caches = results.caches.set_index("level").loc["l1d"]
     sim_misses = int(caches.load_misses + caches.store_misses)
     figures["simulation_seconds"] = seconds

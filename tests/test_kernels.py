@@ -116,3 +116,19 @@ def test_a_serial_initialisation_puts_every_page_on_thread_0s_node():
     pages = dict(zip(r.memory.node, r.memory.pages))
     assert sum(pages.values()) == CG_PAGES
     assert 0.4 * CG_PAGES < pages[1] < 0.6 * CG_PAGES
+
+
+def test_a_nas_class_sizes_cg_as_npb_does():
+    # NPB 3.3's class S of CG: na = 1400, nonzer = 7. NAS's makea gives a row
+    # nonzer * (nonzer + 1) + 1 entries on average; one inner iteration walks
+    # rowptr ((na + 1) 4-byte ints), colidx and values (4 and 8 bytes per
+    # entry) and the vectors p, q, z, r (na doubles each), each array from a
+    # page boundary. An explicit key (iterations) overrides the class's.
+    na, nonzer = 1400, 7
+    entries = na * (nonzer * (nonzer + 1) + 1)
+    pages = [-(-b // 4096) for b in ((na + 1) * 4, entries * 4, entries * 8, na * 8, na * 8, na * 8, na * 8)]
+    r = cachesched.simulate({"machine": {"preset": "teaching"},
+                             "workload": {"kind": "cg", "params": {"class": "S", "iterations": 1,
+                                                                    "accesses": 10**8}}})
+    assert r.memory.pages.sum() == sum(pages)
+    assert r.summary["accesses"] == na * (2 + 3 * entries // na + 1 + 12)

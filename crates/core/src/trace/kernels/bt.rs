@@ -23,7 +23,7 @@ use crate::trace::synthetic::common::Length;
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::adi::{self, Array::*, Axis, Pass, Touch};
-use super::{kernel_params, lay_out_sites, SiteSpec, L, S};
+use super::{kernel_params, lay_out_sites, NasClass, NasSized, SiteSpec, L, S};
 
 kernel_params! {
     /// Parameters of `kind = "bt"`.
@@ -31,6 +31,15 @@ kernel_params! {
         /// Points along each edge of the grid, 4 to 1024 (default 64:
         /// 10 MiB per array; NAS class B is 102).
         pub grid: u64 = 64,
+    }
+}
+
+/// NAS BT's classes (NPB 3.3 `setparams.c`: `problem_size`, `niter`).
+impl NasSized for BtParams {
+    const NAS: Option<&'static str> = Some("BT");
+
+    fn take_class(&mut self, class: NasClass) {
+        (self.grid, self.iterations) = [(12, 60), (24, 200), (64, 200), (102, 200), (162, 200)][class.index()];
     }
 }
 

@@ -40,8 +40,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site,
-    SiteSpec, L, S,
+    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, NasClass, NasSized, Out,
+    Shared, Site, SiteSpec, L, S,
 };
 
 /// Largest `row_nonzeros` (a row's columns are held in a fixed array).
@@ -69,6 +69,23 @@ kernel_params! {
         /// Spread of the row lengths around `row_nonzeros`, in [0, 1)
         /// (default 0: every row the same length).
         pub row_spread: f64 = 0.0,
+    }
+}
+
+/// NAS CG's classes (NPB 3.3 `setparams.c`: `na`, `nonzer`, `niter`): the
+/// matrix order; `nonzer * (nonzer + 1) + 1` entries per row, the mean of
+/// NAS's `makea`, whose row `j` holds `j` and the other `nonzer` entries of
+/// each of the about `nonzer + 1` sparse vectors that hold `j` (so class C
+/// has 36.2M entries); `niter` outer iterations of 25 inner ones
+/// (`cgitmax`). NAS's row lengths vary around the mean; `row_spread` is
+/// left as given.
+impl NasSized for CgParams {
+    const NAS: Option<&'static str> = Some("CG");
+
+    fn take_class(&mut self, class: NasClass) {
+        let (na, nonzer, niter) =
+            [(1400, 7, 15), (7000, 8, 15), (14000, 11, 15), (75000, 13, 75), (150000, 15, 75)][class.index()];
+        (self.rows, self.row_nonzeros, self.iterations) = (na, nonzer * (nonzer + 1) + 1, niter * 25);
     }
 }
 

@@ -28,8 +28,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site,
-    SiteSpec, L, S,
+    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, NasClass, NasSized, Out,
+    Shared, Site, SiteSpec, L, S,
 };
 
 kernel_params! {
@@ -39,6 +39,17 @@ kernel_params! {
         pub pairs: u64 = 1 << 22,
         /// Pairs per batch, at least 1 (default 2^16, NAS's `NK`).
         pub batch: u64 = 1 << 16,
+    }
+}
+
+/// NAS EP's classes (NPB 3.3 `setparams.c`: `2^m` pairs; `NK = 2^16` pairs
+/// per batch); its one iteration is the whole run.
+impl NasSized for EpParams {
+    const NAS: Option<&'static str> = Some("EP");
+
+    fn take_class(&mut self, class: NasClass) {
+        let m = [24, 25, 28, 30, 32][class.index()];
+        (self.pairs, self.batch, self.iterations) = (1 << m, 1 << 16, 1);
     }
 }
 

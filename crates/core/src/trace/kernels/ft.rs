@@ -38,7 +38,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site, SiteSpec, L, S,
+    check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, NasClass, NasSized, Out, Shared, Site,
+    SiteSpec, L, S,
 };
 
 kernel_params! {
@@ -52,6 +53,16 @@ kernel_params! {
         pub nz: u64 = 64,
         /// Lines transformed together, at least 1 (default 16, NAS's `fftblock`).
         pub fft_block: u64 = 16,
+    }
+}
+
+/// NAS FT's classes (NPB 3.3 `setparams.c`: `nx`, `ny`, `nz`, `niter`).
+impl NasSized for FtParams {
+    const NAS: Option<&'static str> = Some("FT");
+
+    fn take_class(&mut self, class: NasClass) {
+        let sizes = [(64, 64, 64, 6), (128, 128, 32, 6), (256, 256, 128, 6), (512, 256, 256, 20), (512, 512, 512, 20)];
+        (self.nx, self.ny, self.nz, self.iterations) = sizes[class.index()];
     }
 }
 

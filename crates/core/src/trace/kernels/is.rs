@@ -35,8 +35,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site,
-    SiteSpec, L, S,
+    check_work, draw, draw_key, drive, kernel_params, lay_out_sites, share, Kernel, Layout, NasClass, NasSized, Out,
+    Shared, Site, SiteSpec, L, S,
 };
 
 kernel_params! {
@@ -48,6 +48,18 @@ kernel_params! {
         pub max_key: u64 = 1 << 16,
         /// Buckets, a power of two of at most `max_key` (default 1024).
         pub buckets: u64 = 1024,
+    }
+}
+
+/// NAS IS's classes (NPB 3.3 `is.c`: `TOTAL_KEYS_LOG_2`, `MAX_KEY_LOG_2`,
+/// `NUM_BUCKETS_LOG_2`; `MAX_ITERATIONS` 10).
+impl NasSized for IsParams {
+    const NAS: Option<&'static str> = Some("IS");
+
+    fn take_class(&mut self, class: NasClass) {
+        let (keys, max_key, buckets) =
+            [(16, 11, 9), (20, 16, 10), (23, 19, 10), (25, 21, 10), (27, 23, 10)][class.index()];
+        (self.keys, self.max_key, self.buckets, self.iterations) = (1 << keys, 1 << max_key, 1 << buckets, 10);
     }
 }
 

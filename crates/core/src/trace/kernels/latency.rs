@@ -24,7 +24,10 @@ use crate::units::ByteSize;
 use crate::util::perm::Permutation;
 use crate::util::rng::Rng;
 
-use super::{draw, draw_key, drive, kernel_params, lay_out_sites, Kernel, Layout, Out, Shared, Site, L, STEP_MAX};
+use super::{
+    draw, draw_key, drive, kernel_params, lay_out_sites, Kernel, Layout, NasClass, NasSized, Out, Shared, Site, L,
+    STEP_MAX,
+};
 
 kernel_params! {
     /// Parameters of `kind = "latency"`.
@@ -43,6 +46,13 @@ kernel_params! {
         /// loop's count and branch).
         pub instructions: u32 = 2,
     }
+}
+
+/// memlat is not one of NAS's kernels: a `class` key is refused.
+impl NasSized for LatencyParams {
+    const NAS: Option<&'static str> = None;
+
+    fn take_class(&mut self, _: NasClass) {}
 }
 
 /// One region as a thread sees it.

@@ -26,7 +26,7 @@ use crate::trace::synthetic::common::Length;
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::adi::{self, Array::*, Pass, Touch};
-use super::{kernel_params, lay_out_sites, SiteSpec, L, S};
+use super::{kernel_params, lay_out_sites, NasClass, NasSized, SiteSpec, L, S};
 
 kernel_params! {
     /// Parameters of `kind = "lu"`.
@@ -34,6 +34,15 @@ kernel_params! {
         /// Points along each edge of the grid, 4 to 1024 (default 64; NAS
         /// class C is 162).
         pub grid: u64 = 64,
+    }
+}
+
+/// NAS LU's classes (NPB 3.3 `setparams.c`: `problem_size`, `itmax`).
+impl NasSized for LuParams {
+    const NAS: Option<&'static str> = Some("LU");
+
+    fn take_class(&mut self, class: NasClass) {
+        (self.grid, self.iterations) = [(12, 50), (33, 300), (64, 250), (102, 250), (162, 250)][class.index()];
     }
 }
 

@@ -41,7 +41,8 @@ use crate::trace::synthetic::common::{field_loc, Length};
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::{
-    check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, Out, Shared, Site, SiteSpec, L, S,
+    check_work, drive, kernel_params, lay_out_sites, share, Kernel, Layout, NasClass, NasSized, Out, Shared, Site,
+    SiteSpec, L, S,
 };
 
 kernel_params! {
@@ -50,6 +51,15 @@ kernel_params! {
         /// Edge of the finest grid in points, a power of two of at least 4
         /// (default 64: 2 MiB per grid).
         pub grid: u64 = 64,
+    }
+}
+
+/// NAS MG's classes (NPB 3.3 `setparams.c`: the finest grid's edge and `nit`).
+impl NasSized for MgParams {
+    const NAS: Option<&'static str> = Some("MG");
+
+    fn take_class(&mut self, class: NasClass) {
+        (self.grid, self.iterations) = [(32, 4), (128, 4), (256, 4), (256, 20), (512, 20)][class.index()];
     }
 }
 

@@ -69,8 +69,12 @@ pub(crate) const STEP_MAX: usize = 16;
 pub(crate) const ALIGN_BYTES: u64 = 4096;
 
 /// Declares a kernel's params struct: its own fields with their defaults,
-/// then the fields every kernel has. A macro instead of `#[serde(flatten)]`,
-/// which would stop `deny_unknown_fields` from rejecting unknown keys.
+/// then the fields every kernel has, and `class` (see [`NasClass`]). A
+/// macro instead of `#[serde(flatten)]`, which would stop
+/// `deny_unknown_fields` from rejecting unknown keys. The struct reads
+/// through a twin (`raw`) whose fields are all optional, so that a class's
+/// sizes apply exactly to the keys a config leaves out. Its kernel
+/// implements [`NasSized`].
 macro_rules! kernel_params {
     (
         $(#[$meta:meta])*
@@ -82,8 +86,7 @@ macro_rules! kernel_params {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
-        #[serde(default, deny_unknown_fields)]
+        #[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
         pub struct $name {
             $(
                 $(#[$fmeta])*
@@ -116,6 +119,10 @@ macro_rules! kernel_params {
             /// at the barrier that ends it), as a runtime spins before it
             /// blocks.
             pub init_spin: u32,
+            /// The NAS class whose sizes and iterations the kernel takes
+            /// for the keys the config leaves out (default none).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub class: Option<$crate::trace::kernels::NasClass>,
         }
 
         impl Default for $name {
@@ -129,7 +136,48 @@ macro_rules! kernel_params {
                     code_base: $crate::trace::synthetic::common::DEFAULT_CODE_BASE,
                     init: $crate::trace::kernels::InitMode::None,
                     init_spin: 0,
+                    class: None,
                 }
+            }
+        }
+
+        /// The params as a config gives them: every key optional.
+        mod raw {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[derive(::serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            pub(super) struct $name {
+                $(#[serde(default)] pub(super) $field: Option<$ty>,)*
+                #[serde(default)] pub(super) threads: Option<u32>,
+                #[serde(default)] pub(super) accesses: Option<u64>,
+                #[serde(default)] pub(super) iterations: Option<u64>,
+                #[serde(default)] pub(super) base_addr: Option<u64>,
+                #[serde(default)] pub(super) code_base: Option<u64>,
+                #[serde(default)] pub(super) init: Option<$crate::trace::kernels::InitMode>,
+                #[serde(default)] pub(super) init_spin: Option<u32>,
+                #[serde(default)] pub(super) class: Option<$crate::trace::kernels::ClassOf<super::$name>>,
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
+                let raw = <raw::$name as ::serde::Deserialize>::deserialize(d)?;
+                let mut p = $name::default();
+                if let Some(class) = raw.class {
+                    p.class = Some(class.0);
+                    $crate::trace::kernels::NasSized::take_class(&mut p, class.0);
+                }
+                $(if let Some(v) = raw.$field { p.$field = v; })*
+                if let Some(v) = raw.threads { p.threads = v; }
+                if let Some(v) = raw.accesses { p.accesses = v; }
+                if let Some(v) = raw.iterations { p.iterations = v; }
+                if let Some(v) = raw.base_addr { p.base_addr = v; }
+                if let Some(v) = raw.code_base { p.code_base = v; }
+                if let Some(v) = raw.init { p.init = v; }
+                if let Some(v) = raw.init_spin { p.init_spin = v; }
+                Ok(p)
             }
         }
 
@@ -155,6 +203,52 @@ macro_rules! kernel_params {
     };
 }
 pub(crate) use kernel_params;
+
+/// A problem class of the NAS Parallel Benchmarks: the sizes and
+/// iterations NPB 3.3's `sys/setparams.c` (and IS's `is.c`) give each
+/// benchmark, as `class = "S" | "W" | "A" | "B" | "C"` sets them on the
+/// kernel of the same name ([`NasSized`]). Classes D and E need hundreds of
+/// GiB and are left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum NasClass {
+    S,
+    W,
+    A,
+    B,
+    C,
+}
+
+impl NasClass {
+    /// Its position in S, W, A, B, C (for the kernels' tables).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A kernel that NAS defines problem classes for.
+pub trait NasSized {
+    /// The NPB benchmark it is, `None` if it is not one of NAS's.
+    const NAS: Option<&'static str>;
+
+    /// Set the sizes and iterations of `class` (a kernel without classes
+    /// never gets one: [`ClassOf`] refuses it).
+    fn take_class(&mut self, class: NasClass);
+}
+
+/// A `class` key, refused with a clear message for a kernel NAS does not define.
+pub struct ClassOf<K>(pub NasClass, std::marker::PhantomData<K>);
+
+impl<'de, K: NasSized> serde::Deserialize<'de> for ClassOf<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let class = <NasClass as serde::Deserialize>::deserialize(d)?;
+        match K::NAS {
+            Some(_) => Ok(ClassOf(class, std::marker::PhantomData)),
+            None => {
+                Err(serde::de::Error::custom("this kernel is not one of the NAS Parallel Benchmarks: it has no class"))
+            }
+        }
+    }
+}
 
 /// The fields every kernel has (see `kernel_params!`).
 #[derive(Debug, Clone, PartialEq)]
@@ -757,6 +851,146 @@ mod tests {
         assert_eq!(sites.map(|s| s.pc), [0x1008, 0x1010, 0x1014]);
         assert_eq!(sites.map(|s| (s.kind, s.size, s.instrs)), [(L, 8, 3), (S, 4, 2), (L, 8, 1)]);
         assert_eq!(bytes, 24);
+    }
+
+    /// A kernel's params as `params` in a config give them.
+    fn parsed(kind: &str, params: serde_json::Value) -> Result<serde_json::Value> {
+        let raw = PluginConfig { kind: kind.into(), params };
+        Ok(WorkloadConfig::parse(&raw, "workload")?.to_raw().params)
+    }
+
+    #[test]
+    fn a_nas_class_sets_the_sizes_npb_gives_it_unless_a_key_says_otherwise() {
+        // NPB 3.3's sys/setparams.c and IS's is.c, each key over classes S,
+        // W, A, B, C; CG's entries per row are nonzer * (nonzer + 1) + 1 (see
+        // the model of makea below) and its iterations 25 per outer one.
+        type Column = (&'static str, [u64; 5]);
+        let expected: [(&str, &[Column]); 8] = [
+            (
+                "cg",
+                &[
+                    ("rows", [1400, 7000, 14000, 75000, 150000]),
+                    ("row_nonzeros", [57, 73, 133, 183, 241]),
+                    ("iterations", [375, 375, 375, 1875, 1875]),
+                ],
+            ),
+            ("mg", &[("grid", [32, 128, 256, 256, 512]), ("iterations", [4, 4, 4, 20, 20])]),
+            (
+                "ft",
+                &[
+                    ("nx", [64, 128, 256, 512, 512]),
+                    ("ny", [64, 128, 256, 256, 512]),
+                    ("nz", [64, 32, 128, 256, 512]),
+                    ("iterations", [6, 6, 6, 20, 20]),
+                ],
+            ),
+            (
+                "is",
+                &[
+                    ("keys", [1 << 16, 1 << 20, 1 << 23, 1 << 25, 1 << 27]),
+                    ("max_key", [1 << 11, 1 << 16, 1 << 19, 1 << 21, 1 << 23]),
+                    ("buckets", [1 << 9, 1 << 10, 1 << 10, 1 << 10, 1 << 10]),
+                    ("iterations", [10; 5]),
+                ],
+            ),
+            (
+                "ep",
+                &[
+                    ("pairs", [1 << 24, 1 << 25, 1 << 28, 1 << 30, 1 << 32]),
+                    ("batch", [1 << 16; 5]),
+                    ("iterations", [1; 5]),
+                ],
+            ),
+            ("bt", &[("grid", [12, 24, 64, 102, 162]), ("iterations", [60, 200, 200, 200, 200])]),
+            ("sp", &[("grid", [12, 36, 64, 102, 162]), ("iterations", [100, 400, 400, 400, 400])]),
+            ("lu", &[("grid", [12, 33, 64, 102, 162]), ("iterations", [50, 300, 250, 250, 250])]),
+        ];
+        for (c, class) in ["S", "W", "A", "B", "C"].into_iter().enumerate() {
+            for (kind, columns) in expected {
+                let p = parsed(kind, json!({"class": class})).unwrap();
+                for (key, values) in columns {
+                    assert_eq!(p[key], json!(values[c]), "{kind} class {class}: {key}");
+                }
+                assert_eq!(p["class"], json!(class));
+                // What the class does not size keeps its default.
+                assert_eq!(p["threads"], json!(1));
+            }
+        }
+        assert_eq!(parsed("ft", json!({"class": "C"})).unwrap()["fft_block"], json!(16));
+        // An explicit key overrides its class, whatever the order of the keys.
+        let p = parsed("cg", json!({"rows": 5000, "class": "B", "iterations": 3})).unwrap();
+        assert_eq!(
+            (p["rows"].clone(), p["row_nonzeros"].clone(), p["iterations"].clone()),
+            (json!(5000), json!(183), json!(3))
+        );
+        // Without a class nothing changes, and none is written back.
+        let p = parsed("cg", json!({})).unwrap();
+        assert_eq!((p["rows"].clone(), p.get("class")), (json!(7000), None));
+        // The written-back params read back to the same kernel.
+        for kind in ["cg", "mg", "ft", "is", "ep", "bt", "sp", "lu"] {
+            let p = parsed(kind, json!({"class": "A", "threads": 2})).unwrap();
+            assert_eq!(parsed(kind, p.clone()).unwrap(), p, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_class_nas_does_not_define_is_refused_at_its_key() {
+        let at = |kind: &str, params| match parsed(kind, params) {
+            Err(crate::error::Error::Config(issues)) => (issues[0].loc.clone(), issues[0].message.clone()),
+            other => panic!("{other:?}"),
+        };
+        let (loc, message) = at("latency", json!({"class": "A"}));
+        assert_eq!(loc, "workload.params.class");
+        assert!(message.contains("not one of the NAS Parallel Benchmarks"), "{message}");
+        let (loc, message) = at("cg", json!({"class": "D"}));
+        assert_eq!(loc, "workload.params.class");
+        assert!(message.contains("`S`, `W`, `A`, `B`, `C`"), "{message}");
+        let (loc, _) = at("mg", json!({"class": "S", "gird": 8}));
+        assert_eq!(loc, "workload.params.gird");
+    }
+
+    /// The entries per row of NAS CG's `makea`, written plainly: for each
+    /// row `i` a vector of `nonzer` random distinct positions and `i` itself,
+    /// and the matrix the sum of their outer products, so that row `r` holds
+    /// the union of the vectors that hold `r`. Returns the mean row length.
+    fn makea_mean_row(n: usize, nonzer: usize, seed: u64) -> f64 {
+        let mut rng = crate::util::rng::Rng::from_seed(seed);
+        let mut holding: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let vectors: Vec<Vec<usize>> = (0..n)
+            .map(|i| {
+                let mut v = vec![i];
+                while v.len() < nonzer + 1 {
+                    let x = rng.below(n as u64) as usize;
+                    if !v.contains(&x) {
+                        v.push(x);
+                    }
+                }
+                v
+            })
+            .collect();
+        for (k, v) in vectors.iter().enumerate() {
+            for &r in v {
+                holding[r].push(k);
+            }
+        }
+        let rows = holding.iter().map(|ks| {
+            let mut cols: Vec<usize> = ks.iter().flat_map(|&k| vectors[k].iter().copied()).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            cols.len()
+        });
+        rows.sum::<usize>() as f64 / n as f64
+    }
+
+    #[test]
+    fn cg_classes_give_the_mean_row_length_of_nas_makea() {
+        // Classes S and W in full; within 3% (a row's vectors meet in a
+        // few columns more than the formula counts).
+        for (class, n, nonzer) in [("S", 1400, 7), ("W", 7000, 8)] {
+            let ours = parsed("cg", json!({"class": class})).unwrap()["row_nonzeros"].as_f64().unwrap();
+            let nas = makea_mean_row(n, nonzer, 7);
+            assert!((ours - nas).abs() / nas < 0.03, "class {class}: {ours} against makea's {nas:.1}");
+        }
     }
 
     /// Small params of each kernel (one iteration takes a few thousand

@@ -20,7 +20,7 @@ use crate::trace::synthetic::common::Length;
 use crate::trace::{Workload, WorkloadCtx};
 
 use super::adi::{self, Array::*, Axis, Pass, Touch};
-use super::{kernel_params, lay_out_sites, SiteSpec, L, S};
+use super::{kernel_params, lay_out_sites, NasClass, NasSized, SiteSpec, L, S};
 
 kernel_params! {
     /// Parameters of `kind = "sp"`.
@@ -28,6 +28,15 @@ kernel_params! {
         /// Points along each edge of the grid, 4 to 1024 (default 64; NAS
         /// class C is 162).
         pub grid: u64 = 64,
+    }
+}
+
+/// NAS SP's classes (NPB 3.3 `setparams.c`: `problem_size`, `niter`).
+impl NasSized for SpParams {
+    const NAS: Option<&'static str> = Some("SP");
+
+    fn take_class(&mut self, class: NasClass) {
+        (self.grid, self.iterations) = [(12, 100), (36, 400), (64, 400), (102, 400), (162, 400)][class.index()];
     }
 }
 

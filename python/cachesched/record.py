@@ -53,19 +53,27 @@ def _status(code: int) -> str:
 
 
 def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: int | None = None,
-           ifetch: bool = False, progress: Progress | None = None, stdout=None, cwd: str | Path | None = None) -> dict:
+           ifetch: bool = False, progress: Progress | None = None, stdout=None, cwd: str | Path | None = None,
+           windows: Sequence[tuple[int, int, int]] | None = None, meta: dict | None = None,
+           env: dict[str, str] | None = None) -> dict:
     """Run ``command`` under ``valgrind --tool=lackey --trace-mem=yes`` and
     write its memory accesses to the ``.cst`` file ``output``.
 
     The accesses of the first ``skip`` instructions are dropped (warm-up);
-    recording stops after ``limit`` accesses, and valgrind with it. With
-    ``ifetch`` instruction fetches are kept as accesses. ``stdout`` is where
-    the program's standard output goes (inherited if None); ``cwd`` the
-    directory it runs in.
+    recording stops after ``limit`` accesses, and valgrind with it. Or, with
+    ``windows`` (instruction ranges ``(from, start, end)`` counted from the
+    run's first instruction, ``[from, start)`` a warm-up), thread ``i`` of
+    the trace holds window ``i``'s accesses and valgrind stops after the
+    last window. With ``ifetch`` instruction fetches are kept as accesses.
+    ``stdout`` is where the program's standard output goes (inherited if
+    None); ``cwd`` the directory it runs in, ``env`` its environment (this
+    process's if None); ``meta`` more entries for the trace header's
+    ``meta``.
 
-    Returns the trace's summary plus ``limit_reached``, ``instructions_read``
-    (lackey's instruction lines read) and ``lackey_instructions`` (lackey's
-    own count, when the program ran to its end). Raises
+    Returns the trace's summary plus ``limit_reached``, ``warmup_accesses``
+    (per window), ``instructions_read`` (lackey's instruction lines read)
+    and ``lackey_instructions`` (lackey's own count, when the program ran to
+    its end). Raises
     :class:`~cachesched.errors.RecordError` if valgrind or the program is
     missing, the program fails or is killed, or no access was recorded; the
     output file is then left as it was.
@@ -76,9 +84,13 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
     _program(command)
     if skip < 0 or (limit is not None and limit < 1):
         raise RecordError("--skip must be at least 0 and --limit at least 1")
+    if windows is not None and (skip or limit is not None or not windows
+                                or any(not 0 <= a <= b < c for a, b, c in windows)):
+        raise RecordError("windows are (from, start, end) instructions with from <= start < end, at least one, "
+                          "and take neither a skip nor a limit")
     output = Path(output)
     meta = {"recorder": "cachesched record", "command": list(command), "skip_instructions": skip, "limit": limit,
-            "ifetch": ifetch, "tool": "valgrind --tool=lackey --trace-mem=yes"}
+            "ifetch": ifetch, "tool": "valgrind --tool=lackey --trace-mem=yes", **(meta or {})}
     source = f"valgrind lackey: {shlex.join(command)}"
     read_end, write_end = os.pipe()
     try:
@@ -89,7 +101,7 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
     try:
         proc = subprocess.Popen(
             [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-fd={write_end}", *command],
-            pass_fds=(write_end,), stdout=stdout, cwd=cwd,
+            pass_fds=(write_end,), stdout=stdout, cwd=cwd, env=env,
         )
     except BaseException:
         os.close(read_end)
@@ -101,7 +113,8 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
     with staged(output) as temp:
         try:
             result = json.loads(_core.trace_record(f"/dev/fd/{read_end}", str(temp), source, json.dumps(meta), skip,
-                                                   limit, ifetch, progress))
+                                                   limit, ifetch, progress,
+                                                   [tuple(w) for w in windows] if windows else None))
         except BaseException:
             _stop(proc)
             raise
@@ -122,8 +135,8 @@ def record(command: Sequence[str], output: str | Path, *, skip: int = 0, limit: 
                               f"instructions (it ran {result['instructions_read']:,})")
     counted = [_GUEST_INSTRS.search(m) for m in result["messages"]]
     lackey = [int(m.group(1).replace(",", "")) for m in counted if m]
-    return {**summary, "limit_reached": result["limit_reached"], "instructions_read": result["instructions_read"],
-            "lackey_instructions": lackey[-1] if lackey else None}
+    return {**summary, "limit_reached": result["limit_reached"], "warmup_accesses": result["warmup_accesses"],
+            "instructions_read": result["instructions_read"], "lackey_instructions": lackey[-1] if lackey else None}
 
 
 def _stop(proc: subprocess.Popen) -> None:

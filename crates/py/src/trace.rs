@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use cachesched_core::error::Error;
 use cachesched_core::plugin::{parse_at, PluginConfig};
 use cachesched_core::trace::blockio::{self, BlockFormat};
-use cachesched_core::trace::convert::{copy, CopyOptions, PipeReader};
+use cachesched_core::trace::convert::{copy, copy_windows, CopyOptions, PipeReader, Window};
 use cachesched_core::trace::file::{self, TraceFormat, TraceParams};
 use cachesched_core::trace::lackey::{LackeyOptions, LackeyReader};
 use cachesched_core::trace::mrc::{mrc_workload, MrcOptions};
@@ -38,7 +38,7 @@ fn summary_json(s: &TraceSummary) -> serde_json::Value {
 #[pyfunction]
 fn trace_info(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     guarded(py, || {
-        let reader = NativeReader::open(&path).map_err(|e| to_py_err(py, e))?;
+        let reader = NativeReader::open_first(&path).map_err(|e| to_py_err(py, e))?;
         let h = reader.header();
         let info = json!({
             "path": path.display().to_string(),
@@ -221,12 +221,15 @@ fn trace_convert(py: Python<'_>, params_json: &str, path: PathBuf, progress: Opt
 
 /// Convert lackey output arriving on the pipe `pipe` (a path such as
 /// `/dev/fd/5`) to a `.cst` file as it comes: drop the accesses of the first
-/// `skip_instructions` instructions, stop after `limit` accesses.
+/// `skip_instructions` instructions, stop after `limit` accesses; or, with
+/// `windows` (instruction ranges `(from, start, end)`, see
+/// `convert::Window`), keep each window's accesses as a thread of its own.
 /// `meta_json` goes into the header. Returns JSON: the summary, whether the
-/// limit was reached, the instructions lackey reported (`I` lines read), and
+/// limit (or the last window's end) was reached, per window the accesses of
+/// its warm-up, the instructions lackey reported (`I` lines read), and
 /// valgrind's last message lines.
 #[pyfunction]
-#[pyo3(signature = (pipe, path, source, meta_json, skip_instructions=0, limit=None, ifetch=false, progress=None))]
+#[pyo3(signature = (pipe, path, source, meta_json, skip_instructions=0, limit=None, ifetch=false, progress=None, windows=None))]
 #[allow(clippy::too_many_arguments)]
 fn trace_record(
     py: Python<'_>,
@@ -238,6 +241,7 @@ fn trace_record(
     limit: Option<u64>,
     ifetch: bool,
     progress: Option<Py<PyAny>>,
+    windows: Option<Vec<(u64, u64, u64)>>,
 ) -> PyResult<String> {
     guarded(py, || {
         let meta: serde_json::Value = serde_json::from_str(meta_json)
@@ -249,12 +253,26 @@ fn trace_record(
             let mut reader = LackeyReader::new(PipeReader::new(src), name, LackeyOptions { ifetch });
             let mut header = TraceHeader::new(source);
             header.meta = meta;
-            let writer = NativeWriter::create(&path, &header, &[])?;
-            let options = CopyOptions { skip_instructions, limit };
-            let copied = copy(&mut reader, writer, options, &mut |done| reporter.report(done, None))?;
+            let (summary, limit_reached, warmup_accesses) = match windows {
+                Some(windows) => {
+                    let windows: Vec<Window> =
+                        windows.into_iter().map(|(from, start, end)| Window { from, start, end }).collect();
+                    let header = header.with_threads((0..windows.len() as u32).collect::<Vec<_>>());
+                    let writer = NativeWriter::create(&path, &header, &[])?;
+                    let w = copy_windows(&mut reader, writer, &windows, &mut |done| reporter.report(done, None))?;
+                    (w.summary, w.past_the_end, w.warmup_accesses)
+                }
+                None => {
+                    let writer = NativeWriter::create(&path, &header, &[])?;
+                    let options = CopyOptions { skip_instructions, limit };
+                    let copied = copy(&mut reader, writer, options, &mut |done| reporter.report(done, None))?;
+                    (copied.summary, copied.limit_reached, Vec::new())
+                }
+            };
             Ok(json!({
-                "summary": summary_json(&copied.summary),
-                "limit_reached": copied.limit_reached,
+                "summary": summary_json(&summary),
+                "limit_reached": limit_reached,
+                "warmup_accesses": warmup_accesses,
                 "instructions_read": reader.instructions(),
                 "messages": reader.messages().collect::<Vec<_>>(),
             }))

@@ -114,6 +114,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
+    if args.simpoints:
+        return _record_simpoints(args, command)
     progress, close = progress_bar(args.quiet, " lackey accesses")
     try:
         result = record(command, args.output, skip=args.skip, limit=args.limit, ifetch=args.ifetch,
@@ -123,6 +125,33 @@ def cmd_record(args: argparse.Namespace) -> int:
     if not args.quiet:
         how = "stopped at the limit" if result["limit_reached"] else "the program ran to its end"
         print(f"{wrote_line(result, args.output)}; {how}", file=sys.stderr)
+    return 0
+
+
+def _record_simpoints(args: argparse.Namespace, command: list[str]) -> int:
+    from ..errors import RecordError
+    from ..workloads import simpoint
+
+    if args.skip or args.limit is not None:
+        raise RecordError("--simpoints chooses its own windows: it takes neither --skip nor --limit")
+    if not args.quiet:
+        print(f"profiling {command[0]} with exp-bbv, intervals of {args.interval:,} instructions ...",
+              file=sys.stderr)
+    progress, close = progress_bar(args.quiet, " lackey accesses")
+    try:
+        result = simpoint.record(command, args.output, interval=args.interval, warmup=args.warmup,
+                                 max_k=args.max_k, seed=args.seed, ifetch=args.ifetch, progress=progress,
+                                 stdout=None)
+    finally:
+        close()
+    if not args.quiet:
+        about = result["simpoint"]
+        print(f"{wrote_line(result, args.output)}; {len(about['windows'])} windows of "
+              f"{about['intervals']:,} intervals ({about['total_instructions']:,} instructions):", file=sys.stderr)
+        for thread, w in enumerate(about["windows"]):
+            print(f"  thread {thread}: interval {w['interval']}, weight {w['weight']:.3f}, instructions "
+                  f"{w['start']:,} to {w['end']:,} after {w['start'] - w['from']:,} of warm-up "
+                  f"({w['warmup_accesses']:,} accesses)", file=sys.stderr)
     return 0
 
 
@@ -172,12 +201,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     conv.set_defaults(func=cmd_trace_convert)
 
     rec = sub.add_parser("record", help="record a program's memory accesses with valgrind lackey",
-                         usage="cachesched record -o OUT.cst [--skip N] [--limit M] [--ifetch] [-q] -- PROGRAM ARGS...")
+                         usage="cachesched record -o OUT.cst [--skip N] [--limit M | --simpoints [--interval N] [--warmup N] "
+                               "[--max-k K]] [--ifetch] [-q] -- PROGRAM ARGS...")
     rec.add_argument("-o", "--output", required=True, help=".cst file to write")
     rec.add_argument("--skip", type=COUNT, default=0, metavar="N",
                      help="drop the accesses of the first N instructions (warm-up)")
     rec.add_argument("--limit", type=POSITIVE, metavar="M", help="stop after M accesses (and stop the program)")
     rec.add_argument("--ifetch", action="store_true", help="keep instruction fetches as accesses")
+    rec.add_argument("--simpoints", action="store_true",
+                     help="profile the run with exp-bbv and record only its phases' representative intervals, "
+                          "each after a warm-up, as the trace's threads (SimPoint; docs/suite.md)")
+    rec.add_argument("--interval", type=POSITIVE, default=10_000_000, metavar="N",
+                     help="with --simpoints: instructions per interval (default 10,000,000)")
+    rec.add_argument("--warmup", type=COUNT, metavar="N",
+                     help="with --simpoints: instructions of warm-up before each window (default one interval)")
+    rec.add_argument("--max-k", type=POSITIVE, default=30, metavar="K",
+                     help="with --simpoints: most phases (default 30)")
+    rec.add_argument("--seed", type=COUNT, default=0, help="with --simpoints: the projection's and k-means' seed")
     rec.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     rec.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
     rec.set_defaults(func=cmd_record)

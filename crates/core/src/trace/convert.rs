@@ -113,6 +113,74 @@ pub fn copy<W: Output>(
     Ok(Copied { summary: writer.finish()?, limit_reached: left == 0 })
 }
 
+/// A stretch of a run to keep as one thread of a trace: the instructions
+/// `[from, end)`, of which `[from, start)` warm the caches up before the
+/// measured `[start, end)` (a SimPoint window, counted from the run's first
+/// instruction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// What [`copy_windows`] did: the finished file's totals (a thread per
+/// window), per window the accesses of its warm-up, and whether the source
+/// went past the last window (it may then be stopped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Windowed {
+    pub summary: TraceSummary,
+    pub warmup_accesses: Vec<u64>,
+    pub past_the_end: bool,
+}
+
+/// Copy the accesses of `src` that fall in each of `windows` into thread
+/// `i` of `writer` for window `i` (an access in two windows goes to both),
+/// and finish the file. An access belongs to the instruction that made it;
+/// a window's first access counts only the instructions from the window's
+/// `from`. `progress` is as in [`copy`].
+pub fn copy_windows<W: Output>(
+    src: &mut dyn Workload,
+    mut writer: NativeWriter<W>,
+    windows: &[Window],
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<Windowed> {
+    let last = windows.iter().map(|w| w.end).max().unwrap_or(0);
+    let mut buf = vec![Access::default(); 1 << 16];
+    let mut kept: Vec<Vec<Access>> = vec![Vec::new(); windows.len()];
+    let mut warmup_accesses = vec![0u64; windows.len()];
+    // Instructions up to and including the current access's.
+    let (mut through, mut read, mut past_the_end) = (0u64, 0u64, false);
+    while !past_the_end {
+        let n = src.fill(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        for a in &buf[..n] {
+            through += u64::from(a.instrs);
+            let at = through.saturating_sub(1);
+            if at >= last {
+                past_the_end = true;
+                break;
+            }
+            for (i, w) in windows.iter().enumerate().filter(|(_, w)| (w.from..w.end).contains(&at)) {
+                let instrs = u64::from(a.instrs).min(at + 1 - w.from) as u32;
+                kept[i].push(Access { instrs, ..*a });
+                warmup_accesses[i] += (at < w.start) as u64;
+            }
+        }
+        for (i, accesses) in kept.iter_mut().enumerate() {
+            writer.write_all_thread(i as u32, accesses)?;
+            accesses.clear();
+        }
+        if (read + n as u64) / PROGRESS_EVERY > read / PROGRESS_EVERY {
+            progress(read + n as u64)?;
+        }
+        read += n as u64;
+    }
+    Ok(Windowed { summary: writer.finish()?, warmup_accesses, past_the_end })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +195,54 @@ mod tests {
         let back = collect(&mut NativeReader::new(std::io::Cursor::new(bytes), "m", None).unwrap()).unwrap();
         assert_eq!(outcome.summary.accesses, back.len() as u64);
         (back, outcome.limit_reached)
+    }
+
+    /// Per window, (index, instructions) of each access it kept.
+    type Kept = Vec<Vec<(u64, u32)>>;
+
+    /// The windows' threads of a copy of accesses of instruction counts
+    /// `instrs` (addresses their index), the warm-up counts, and whether the
+    /// copy went past the last window.
+    fn windowed(instrs: &[u32], windows: &[Window]) -> (Kept, Vec<u64>, bool) {
+        let accesses: Vec<Access> = instrs
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| Access { addr: crate::types::VirtAddr(i as u64 * 8), instrs: n, ..Access::default() })
+            .collect();
+        let threads: Vec<u32> = (0..windows.len() as u32).collect();
+        let mut bytes = Vec::new();
+        let header = TraceHeader::new("t").with_threads(threads.clone());
+        let writer = NativeWriter::new(&mut bytes, "m", &header, WriterOptions::default()).unwrap();
+        let out = copy_windows(&mut VecWorkload::new(accesses), writer, windows, &mut |_| Ok(())).unwrap();
+        let kept = threads
+            .iter()
+            .map(|&t| {
+                let mut r = NativeReader::new(std::io::Cursor::new(bytes.clone()), "m", Some(t)).unwrap();
+                collect(&mut r).unwrap().iter().map(|a| (a.addr.0 / 8, a.instrs)).collect()
+            })
+            .collect();
+        (kept, out.warmup_accesses, out.past_the_end)
+    }
+
+    #[test]
+    fn windows_keep_the_accesses_of_their_instructions_each_on_its_thread() {
+        // Instructions: access 0 is instruction 0, 1 is 1-2 (made by 2), 2
+        // also 2, 3 is 3-5 (made by 5), 4 is 6, 5 is 7-9 (made by 9).
+        let instrs = [1, 2, 0, 3, 1, 3];
+        let w = |from, start, end| Window { from, start, end };
+        // One window over instructions 2..7, warm-up 2..4: accesses 1
+        // (instruction 2: counts 1 of its 2), 2, 3 (instruction 5, measured),
+        // 4 (6).
+        let (kept, warm, past) = windowed(&instrs, &[w(2, 4, 7)]);
+        assert_eq!(kept, [vec![(1, 1), (2, 0), (3, 3), (4, 1)]]);
+        assert_eq!((warm, past), (vec![2], true));
+        // Two overlapping windows: each gets its accesses, counted from its own start.
+        let (kept, warm, _) = windowed(&instrs, &[w(0, 1, 3), w(2, 6, 10)]);
+        assert_eq!(kept, [vec![(0, 1), (1, 2), (2, 0)], vec![(1, 1), (2, 0), (3, 3), (4, 1), (5, 3)]]);
+        assert_eq!(warm, [1, 3]);
+        // A window past the end of the stream keeps what there is.
+        let (kept, _, past) = windowed(&instrs, &[w(8, 8, 100)]);
+        assert_eq!((kept, past), (vec![vec![(5, 2)]], false));
     }
 
     #[test]

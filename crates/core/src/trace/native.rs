@@ -1432,6 +1432,15 @@ impl NativeReader<File> {
         Self::open_impl(path.as_ref(), Some(thread))
     }
 
+    /// Open the trace at `path` at its first thread, whatever it declares:
+    /// for what the file says of itself (header, index, summary).
+    pub fn open_first(path: impl AsRef<Path>) -> Result<Self> {
+        let name = path.as_ref().display().to_string();
+        let mut file = File::open(path.as_ref()).map_err(|e| Error::io(&name, e))?;
+        let (header, _) = read_header(&mut file, &name)?;
+        NativeReader::new(file, name, header.threads.first().copied())
+    }
+
     fn open_impl(path: &Path, thread: Option<u32>) -> Result<Self> {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| Error::io(&name, e))?;

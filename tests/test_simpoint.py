@@ -4,11 +4,13 @@ threads, and the weighted estimate against cachegrind's whole runs."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
+import cachesched.config
 from cachesched import reference, trace
 from cachesched.errors import RecordError
 from cachesched.workloads import simpoint, suite
@@ -164,3 +166,18 @@ def test_record_simpoints_from_the_command_line(run_cli, fft, tmp_path):
     assert len(trace.info(out)["threads"]) == len(simpoint.windows_of(out))
     proc = run_cli("record", "--simpoints", "--skip", "5", "-o", str(out), "--", *run.argv)
     assert proc.returncode != 0 and "takes neither --skip nor --limit" in proc.stderr
+    info = run_cli("trace", "info", str(out), check=True).stdout
+    assert "windows of 7 intervals of 100,000 instructions" in info and "thread 0: interval" in info
+    # The command's weighted rows are the library's on the same machine.
+    printed = json.loads(run_cli("trace", "estimate", str(out), "--preset", "teaching", "--json", check=True).stdout)
+    teaching = cachesched.config.resolve({"machine": {"preset": "teaching"}, "workload": {"kind": "stream"}})
+    expected = simpoint.estimate(out, machine=teaching["machine"])
+    assert [r["misses"] for r in printed] == pytest.approx(expected.misses.tolist())
+    table = run_cli("trace", "estimate", str(out), check=True).stdout
+    assert "weighted by their phases' shares" in table and "l1d" in table
+    # A run of the trace without a thread says what its threads are.
+    config = tmp_path / "run.toml"
+    config.write_text(f'[workload]\nkind = "trace"\nparams = {{ path = "{out}" }}\n')
+    proc = run_cli("run", str(config), "-q")
+    assert proc.returncode != 0 and "workload.params.thread" in proc.stderr
+    assert "a SimPoint trace, each thread a window of one run" in proc.stderr

@@ -31,6 +31,14 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
         print(f"instructions  {s['instructions']:,}")
         print(f"size          {s['file_bytes']:,} bytes in {s['blocks']:,} blocks "
               f"({s['bytes_per_access']:.2f} bytes/access)")
+    about = info["meta"].get("simpoint") if isinstance(info["meta"], dict) else None
+    if about:
+        print(f"simpoint      {len(about['windows'])} windows of {about['intervals']:,} intervals of "
+              f"{about['interval']:,} instructions ({about['total_instructions']:,} in the run), each thread a "
+              "window (`cachesched trace estimate` weighs them):")
+        for thread, w in enumerate(about["windows"]):
+            print(f"  thread {thread}: interval {w['interval']}, weight {w['weight']:.3f}, instructions "
+                  f"{w['start']:,} to {w['end']:,} after {w['start'] - w['from']:,} of warm-up")
     if args.scan:
         sc = info["scan"]
         total = sc["accesses"] or 1
@@ -44,6 +52,29 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
             print(f"reuse         median distance {median[0]:,}-{median[1]:,} lines; fully associative LRU "
                   "hit ratio " + ", ".join(f"{name} {trace.lru_hit_ratio(sc, size):.3f}" for name, size in
                                            [("32 KiB", 32 << 10), ("1 MiB", 1 << 20), ("8 MiB", 8 << 20)]))
+    return 0
+
+
+def cmd_trace_estimate(args: argparse.Namespace) -> int:
+    from ..config import resolve
+    from ..workloads import simpoint
+
+    # The machine as a run would resolve it (the workload is only there to
+    # make a whole config; each window replaces it).
+    base = {"machine": {"preset": args.preset or "standard"}, "workload": {"kind": "stream"}}
+    machine = resolve(base, list(args.set or []))["machine"]
+    table = simpoint.estimate(args.file, machine=machine)
+    if args.json:
+        print(table.to_json(orient="records", indent=2))
+        return 0
+    weighted = table[table.window == "weighted"]
+    print(f"{args.file}: {table.window.nunique() - 1} SimPoint windows, weighted by their phases' shares")
+    print(f"{'level':<6} {'kind':<7} {'accesses':>14} {'misses':>14} {'miss ratio':>10} {'MPKI':>8} "
+          f"{'compulsory':>10}")
+    for row in weighted.itertuples():
+        share = row.compulsory / row.misses if row.misses else 0.0
+        print(f"{row.level:<6} {row.kind:<7} {row.accesses:>14,.0f} {row.misses:>14,.0f} {row.miss_ratio:>10.4f} "
+              f"{row.mpki:>8.2f} {share:>10.1%}")
     return 0
 
 
@@ -174,6 +205,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="a generator parameter, e.g. --param working_set_bytes=64MiB (repeatable)")
     gen.add_argument("--seed", type=COUNT, default=1)
     gen.set_defaults(func=cmd_trace_gen)
+    est = tsub.add_parser("estimate", help="simulate each window of a SimPoint trace (record --simpoints) and "
+                                           "weigh them into the whole run's miss ratios")
+    est.add_argument("file")
+    est.add_argument("--preset", help="machine preset (default: the standard machine)")
+    est.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="a machine setting, e.g. --set machine.llc.size_bytes=1MiB (repeatable)")
+    est.add_argument("--json", action="store_true", help="print every window's rows and the weighted ones as JSON")
+    est.set_defaults(func=cmd_trace_estimate)
     sl = tsub.add_parser("slice", help="copy a range of a trace's accesses to a new .cst file")
     sl.add_argument("file")
     sl.add_argument("-o", "--output", required=True, help="trace file to write")

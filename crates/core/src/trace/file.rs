@@ -252,7 +252,11 @@ impl TraceParams {
                 return Err(Error::config(
                     loc("thread"),
                     "thread_required",
-                    format!("{name} holds {} threads ({threads}); set thread to choose one", header.threads.len()),
+                    format!(
+                        "{name} holds {} threads ({threads}); set thread to choose one{}",
+                        header.threads.len(),
+                        header.windows_hint()
+                    ),
                 ))
             }
         };

@@ -169,6 +169,15 @@ impl TraceHeader {
         TraceHeader { threads: vec![0], source: source.into(), page_bytes: 4096, meta: serde_json::Value::Null }
     }
 
+    /// What to say of a trace whose threads are the windows of a SimPoint
+    /// recording (`meta.simpoint`) when no thread was chosen; nothing else.
+    pub fn windows_hint(&self) -> &'static str {
+        match self.meta.get("simpoint") {
+            Some(_) => ": a SimPoint trace, each thread a window of one run (`cachesched trace estimate` simulates and weighs them)",
+            None => "",
+        }
+    }
+
     /// The same header declaring `threads` instead.
     pub fn with_threads(mut self, threads: impl Into<Vec<u32>>) -> TraceHeader {
         self.threads = threads.into();
@@ -1470,11 +1479,12 @@ impl<R: Read + Seek> NativeReader<R> {
                     &name,
                     pos_at(FILE_HEADER_FIXED, None),
                     format!(
-                        "the trace has {} threads ({}); choose one",
+                        "the trace has {} threads ({}); choose one{}",
                         header.threads.len(),
-                        list_threads(&header.threads)
+                        list_threads(&header.threads),
+                        header.windows_hint()
                     ),
-                ))
+                ));
             }
         };
         let (index, index_problem, summary) = match load_index(&mut src, &name, &header, data_start, file_len) {

@@ -141,3 +141,22 @@ def test_the_generated_music_survives_mp3_encoding_and_decoding(tmp_path):
         samples = array.array("h", w.readframes(frames))
     assert channels == 2 and abs(frames - inputs.MUSIC_RATE) <= 4 * 1152
     assert max(abs(s) for s in samples) > 4000
+
+
+def test_a_whole_run_recorded_as_simpoint_windows(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    m = suite.record("fft", "tiny", simpoints=True)
+    about = m["simpoint"]
+    assert m["trace"].endswith("fft-simpoints.cst") and m["skipped_instructions"] == 0
+    assert about["interval"] == suite.SIMPOINT_INTERVAL["tiny"]
+    assert about["warmup_instructions"] == suite.SIMPOINT_WARMUP * about["interval"]
+    assert sum(w["weight"] for w in about["windows"]) == pytest.approx(1.0)
+    summary = trace.info(m["trace"])["summary"]
+    assert len(summary["threads"]) == len(about["windows"]) and summary["accesses"] == m["accesses"]
+    # Listed apart from the recordings after a skip; a second call reuses it.
+    assert [x["program"] for x in suite.manifests("tiny", simpoints=True)] == ["fft"]
+    assert suite.manifests("tiny") == []
+    assert suite.record("fft", "tiny", simpoints=True) == m
+    assert cli.main(["suite", "list", "--size", "tiny", "--simpoints"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fft "))
+    assert f"{m['accesses']:,}" in line and f" {len(about['windows'])} " in line

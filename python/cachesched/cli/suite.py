@@ -24,16 +24,19 @@ def _suite_names(args: argparse.Namespace) -> list[str]:
 def cmd_suite_list(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
-    recorded = {m["program"]: m for m in suite.manifests(args.size)}
+    recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=args.simpoints)}
+    windows = " windows" if args.simpoints else ""
     print(f"{'program':<10} {'stands for':<16} {'binary':<10} {'installed':<9} {'accesses':>12} "
-          f"{'footprint':>11}  input")
+          f"{'footprint':>11} {'trace':>9}{windows}  input")
     for name, p in suite.PROGRAMS.items():
         installed = "yes" if p.package is None or p.executable(Path(".")) else "no"
         m = recorded.get(name)
         accesses = f"{m['accesses']:,}" if m else "-"
         footprint = f"{m['footprint_lines'] * 64 / 2**20:.1f} MiB" if m else "-"
-        print(f"{name:<10} {p.stands_for:<16} {p.binary:<10} {installed:<9} {accesses:>12} {footprint:>11}  "
-              f"{m['input'] if m else ''}")
+        size = f"{m['trace_bytes'] / 2**20:.1f} MiB" if m else "-"
+        count = f" {len(m['simpoint']['windows']):>7}" if m and args.simpoints else " " * 8 * args.simpoints
+        print(f"{name:<10} {p.stands_for:<16} {p.binary:<10} {installed:<9} {accesses:>12} {footprint:>11} "
+              f"{size:>9}{count}  {m['input'] if m else ''}")
     return 0
 
 
@@ -74,7 +77,7 @@ def cmd_suite_record(args: argparse.Namespace) -> int:
         progress, close = progress_bar(args.quiet, f" {name} accesses")
         try:
             m = suite.record(name, args.size, out_dir=Path(args.out) if args.out else None, force=args.force,
-                             progress=progress)
+                             progress=progress, simpoints=args.simpoints)
         finally:
             close()
         print(f"{name:<10} {m['accesses']:>12,} accesses  {m['instructions']:>14,} instructions  "
@@ -113,6 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sizes = ("tiny", "small", "full")
     sl_ = ssub.add_parser("list", help="the programs, what they stand for, and what is recorded")
     sl_.add_argument("--size", choices=sizes, default="small")
+    sl_.add_argument("--simpoints", action="store_true", help="the recordings of whole runs' SimPoint windows")
     sl_.set_defaults(func=cmd_suite_list)
     si = ssub.add_parser("install", help="install the missing programs from Debian's packages (as root)")
     si.add_argument("--only", metavar="A,B", help="some programs only")
@@ -124,6 +128,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     sr.add_argument("--only", metavar="A,B", help="some programs only")
     sr.add_argument("--out", metavar="DIR", help="where traces go (default ~/.cache/cachesched/suite/SIZE)")
     sr.add_argument("--force", action="store_true", help="record again even if cached")
+    sr.add_argument("--simpoints", action="store_true",
+                    help="record each whole run's phases as SimPoint windows (<name>-simpoints.cst) instead of a "
+                         "window after a skip")
     sr.add_argument("-q", "--quiet", action="store_true", help="no progress")
     sr.set_defaults(func=cmd_suite_record)
     sv = ssub.add_parser("validate", help="compare D1 and LL misses with cachegrind on whole tiny runs")

@@ -297,19 +297,28 @@ def _package_version(package: str | None) -> str | None:
     return out.stdout.strip() or None
 
 
+#: Instructions per SimPoint interval of a whole run, per size; the windows'
+#: warm-up is :data:`SIMPOINT_WARMUP` intervals (docs/suite.md).
+SIMPOINT_INTERVAL = {"tiny": 100_000, "small": 1_000_000, "full": 10_000_000}
+SIMPOINT_WARMUP = 5
+
+
 def record(name: str, size: str = "small", *, out_dir: Path | None = None, force: bool = False,
-           progress=None, ifetch: bool = False) -> dict:
+           progress=None, ifetch: bool = False, simpoints: bool = False) -> dict:
     """Record one program (or reuse its cached trace); returns its manifest.
     ``progress(done, total)`` is called as accesses are recorded. With
     ``ifetch`` the instruction fetches are kept too (a trace of its own,
     ``<name>-ifetch.cst``: the same skip, the fetches counting towards the
-    access limit)."""
+    access limit). With ``simpoints``, the whole run's phases instead of a
+    skip and a limit (``<name>-simpoints.cst``, a thread per window, see
+    :mod:`cachesched.workloads.simpoint`)."""
     from ..record import record as record_run
     from .. import trace
+    from . import simpoint
 
     out_dir = out_dir or cache_dir(size)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{name}-ifetch" if ifetch else name
+    stem = name + "-ifetch" * ifetch + "-simpoints" * simpoints
     path, manifest_path = out_dir / f"{stem}.cst", out_dir / f"{stem}.json"
     if not force and path.exists() and manifest_path.exists():
         return json.loads(manifest_path.read_text())
@@ -317,11 +326,23 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
     work = out_dir / f"{stem}.work"
     shutil.rmtree(work, ignore_errors=True)
     run = prepare(name, size, work)
-    skip, limit = program.skip[size], program.limit[size]
     partial = path.with_suffix(".cst.partial")
-    record_run(run.argv, partial, skip=skip, limit=limit, ifetch=ifetch, cwd=work, stdout=subprocess.DEVNULL,
-               progress=progress)
-    scan = trace.scan(partial)
+    if simpoints:
+        interval = SIMPOINT_INTERVAL[size]
+        recorded = simpoint.record(run.argv, partial, interval=interval, warmup=SIMPOINT_WARMUP * interval,
+                                   ifetch=ifetch, cwd=work, progress=progress)
+        windows = recorded["simpoint"]["windows"]
+        # A window's footprint: the largest of them (the windows are phases of one run).
+        scans = [trace.scan(partial, thread) for thread in range(len(windows))]
+        scan = {"accesses": recorded["accesses"], "instructions": recorded["instructions"],
+                **{k: max(s[k] for s in scans) for k in ("lines_64", "pages_4k")}}
+        skip, limit = 0, None
+        extra = {"simpoint": recorded["simpoint"]}
+    else:
+        skip, limit = program.skip[size], program.limit[size]
+        record_run(run.argv, partial, skip=skip, limit=limit, ifetch=ifetch, cwd=work, stdout=subprocess.DEVNULL,
+                   progress=progress)
+        scan, extra = trace.scan(partial), {}
     partial.replace(path)
     shutil.rmtree(work, ignore_errors=True)
     manifest = {
@@ -330,17 +351,17 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
         "input": run.input, "note": program.note, "size": size, "skipped_instructions": skip,
         "access_limit": limit, "accesses": scan["accesses"], "instructions": scan["instructions"],
         "footprint_lines": scan["lines_64"], "footprint_pages": scan["pages_4k"], "ifetch": ifetch, "trace": str(path),
-        "trace_bytes": path.stat().st_size,
+        "trace_bytes": path.stat().st_size, **extra,
     }
     write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def manifests(size: str = "small") -> list[dict]:
+def manifests(size: str = "small", simpoints: bool = False) -> list[dict]:
     """Manifests of the programs recorded so far at ``size`` (without
-    instruction fetches)."""
+    instruction fetches), as a skip and a limit, or as SimPoint windows."""
     found = [json.loads(p.read_text()) for p in sorted(cache_dir(size).glob("*.json"))]
-    return [m for m in found if not m.get("ifetch")]
+    return [m for m in found if not m.get("ifetch") and bool(m.get("simpoint")) == simpoints]
 
 
 #: Where valgrind (amd64 Linux) places a recorded program's stack: its

@@ -181,3 +181,11 @@ def test_record_simpoints_from_the_command_line(run_cli, fft, tmp_path):
     proc = run_cli("run", str(config), "-q")
     assert proc.returncode != 0 and "workload.params.thread" in proc.stderr
     assert "a SimPoint trace, each thread a window of one run" in proc.stderr
+
+
+def test_a_run_shorter_than_an_interval_or_failing_is_named(tmp_path):
+    with pytest.raises(RecordError, match="shorter than one interval"):
+        simpoint.record(["true"], tmp_path / "t.cst", interval=10_000_000)
+    with pytest.raises(RecordError, match="exited with status 1 under exp-bbv"):
+        simpoint.profile(["false"], 1_000_000)
+    assert not (tmp_path / "t.cst").exists()

@@ -314,7 +314,6 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
     :mod:`cachesched.workloads.simpoint`)."""
     from ..record import record as record_run
     from .. import trace
-    from . import simpoint
 
     out_dir = out_dir or cache_dir(size)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -328,6 +327,9 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
     run = prepare(name, size, work)
     partial = path.with_suffix(".cst.partial")
     if simpoints:
+        # Only here: importing it sets environment variables the programs inherit.
+        from . import simpoint
+
         interval = SIMPOINT_INTERVAL[size]
         recorded = simpoint.record(run.argv, partial, interval=interval, warmup=SIMPOINT_WARMUP * interval,
                                    ifetch=ifetch, cwd=work, progress=progress)

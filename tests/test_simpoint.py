@@ -144,18 +144,9 @@ def test_the_weighted_estimate_is_within_5_percent_of_cachegrinds_whole_run(name
     caches = {"i1": (32 << 10, 8), "d1": (32 << 10, 8), "ll": (1 << 20, 16)}
     run = suite.prepare(name, "small", tmp_path)
     argv = [run.argv[0], *args] if args else run.argv
-    theirs = reference.cachegrind(argv, cwd=tmp_path, **caches)
-    data = theirs["Dr"] + theirs["Dw"]
-    out = tmp_path / "windows.cst"
-    # Fetches kept: cachegrind's last level sees the L1I's misses too.
-    simpoint.record(argv, out, interval=1_000_000, warmup=5_000_000, ifetch=True, cwd=tmp_path)
-    estimate = simpoint.estimate(out, machine=reference.cachegrind_machine(**caches))
-    weighted = estimate[(estimate.window == "weighted") & estimate.kind.isin(["load", "store"])]
-    ours = weighted.groupby("level")[["accesses", "misses"]].sum()
-    d1 = ours.loc["l1d"].misses / ours.loc["l1d"].accesses
-    lld = ours.loc["llc"].misses / ours.loc["l1d"].accesses
-    assert d1 == pytest.approx((theirs["D1mr"] + theirs["D1mw"]) / data, rel=0.05)
-    assert lld == pytest.approx((theirs["DLmr"] + theirs["DLmw"]) / data, rel=0.05)
+    found = simpoint.validate(argv, tmp_path, caches=caches, interval=1_000_000, warmup=5_000_000)
+    for ratio in ("d1", "lld"):
+        assert found[ratio]["ours"] == pytest.approx(found[ratio]["cachegrind"], rel=0.05)
 
 
 def test_record_simpoints_from_the_command_line(run_cli, fft, tmp_path):

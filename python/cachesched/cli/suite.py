@@ -34,7 +34,9 @@ def cmd_suite_list(args: argparse.Namespace) -> int:
         accesses = f"{m['accesses']:,}" if m else "-"
         footprint = f"{m['footprint_lines'] * 64 / 2**20:.1f} MiB" if m else "-"
         size = f"{m['trace_bytes'] / 2**20:.1f} MiB" if m else "-"
-        count = f" {len(m['simpoint']['windows']):>7}" if m and args.simpoints else " " * 8 * args.simpoints
+        count = ""
+        if args.simpoints:
+            count = f" {len(m['simpoint']['windows']) if m else '-':>7}"
         print(f"{name:<10} {p.stands_for:<16} {p.binary:<10} {installed:<9} {accesses:>12} {footprint:>11} "
               f"{size:>9}{count}  {m['input'] if m else ''}")
     return 0

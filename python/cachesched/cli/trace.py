@@ -36,9 +36,9 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
         print(f"simpoint      {len(about['windows'])} windows of {about['intervals']:,} intervals of "
               f"{about['interval']:,} instructions ({about['total_instructions']:,} in the run), each thread a "
               "window (`cachesched trace estimate` weighs them):")
-        for thread, w in enumerate(about["windows"]):
-            print(f"  thread {thread}: interval {w['interval']}, weight {w['weight']:.3f}, instructions "
-                  f"{w['start']:,} to {w['end']:,} after {w['start'] - w['from']:,} of warm-up")
+        from ..workloads.simpoint import describe
+
+        print("\n".join(describe(about)))
     if args.scan:
         sc = info["scan"]
         total = sc["accesses"] or 1
@@ -179,10 +179,7 @@ def _record_simpoints(args: argparse.Namespace, command: list[str]) -> int:
         about = result["simpoint"]
         print(f"{wrote_line(result, args.output)}; {len(about['windows'])} windows of "
               f"{about['intervals']:,} intervals ({about['total_instructions']:,} instructions):", file=sys.stderr)
-        for thread, w in enumerate(about["windows"]):
-            print(f"  thread {thread}: interval {w['interval']}, weight {w['weight']:.3f}, instructions "
-                  f"{w['start']:,} to {w['end']:,} after {w['start'] - w['from']:,} of warm-up "
-                  f"({w['warmup_accesses']:,} accesses)", file=sys.stderr)
+        print("\n".join(simpoint.describe(about)), file=sys.stderr)
     return 0
 
 

@@ -106,7 +106,6 @@ class SimPoints:
     interval and weight (in interval order), every interval's cluster, and
     the BIC of each k tried."""
 
-    interval: int
     intervals: list[int]
     weights: list[float]
     labels: list[int]
@@ -182,7 +181,7 @@ def choose(bbv: BBV, max_k: int = MAX_K, dims: int = DIMS, seed: int = 0, seeds:
             distances = ((points[members] - fit.cluster_centers_[c]) ** 2).sum(axis=1)
             chosen.append((int(members[np.argmin(distances)]), len(members) / n))
     chosen.sort()
-    return SimPoints(bbv.interval, [i for i, _ in chosen], [w for _, w in chosen], labels.tolist(), scores)
+    return SimPoints([i for i, _ in chosen], [w for _, w in chosen], labels.tolist(), scores)
 
 
 def windows(bbv: BBV, points: SimPoints, warmup: int) -> list[dict]:
@@ -261,6 +260,7 @@ def estimate(path: str | Path, machine: dict | None = None, run: dict | None = N
 
     from .. import simulate
 
+    counts = ["accesses", "misses", "compulsory"]
     rows = []
     for w in windows_of(path):
         config = {"workload": {"kind": "trace", "params": {"path": str(path), "thread": w["thread"]}},
@@ -268,14 +268,12 @@ def estimate(path: str | Path, machine: dict | None = None, run: dict | None = N
         if machine is not None:
             config["machine"] = machine
         results = simulate(config)
-        counts = ["accesses", "misses", "compulsory"]
         levels = results.levels.groupby(["level", "kind"], sort=False)[counts].sum()
         for (level, kind), row in levels.iterrows():
             rows.append({"window": str(w["thread"]), "interval": w["interval"], "weight": w["weight"],
                          "level": level, "kind": kind, **{c: int(row[c]) for c in counts},
                          "instructions": int(results.summary["instructions"])})
     table = pd.DataFrame(rows)
-    counts = ["accesses", "misses", "compulsory"]
     weighted = table.assign(**{c: table[c] * table.weight for c in counts})
     total = weighted.groupby(["level", "kind"], sort=False)[counts].sum().reset_index()
     # A window without a row at a level contributes nothing there, but its
@@ -285,3 +283,39 @@ def estimate(path: str | Path, machine: dict | None = None, run: dict | None = N
                          instructions=(each.instructions * each.weight).sum())
     table = pd.concat([table, total[table.columns]], ignore_index=True)
     return table.assign(miss_ratio=table.misses / table.accesses, mpki=table.misses * 1000 / table.instructions)
+
+
+def describe(about: dict) -> list[str]:
+    """A line per window of a SimPoint trace's ``meta.simpoint`` (its
+    warm-up's accesses too, when known)."""
+    lines = []
+    for thread, w in enumerate(about["windows"]):
+        accesses = f" ({w['warmup_accesses']:,} accesses)" if "warmup_accesses" in w else ""
+        lines.append(f"  thread {thread}: interval {w['interval']}, weight {w['weight']:.3f}, instructions "
+                     f"{w['start']:,} to {w['end']:,} after {w['start'] - w['from']:,} of warm-up{accesses}")
+    return lines
+
+
+def validate(argv: Sequence[str], cwd: str | Path, *, caches: dict, interval: int, warmup: int) -> dict:
+    """Run ``argv`` whole under cachegrind with ``caches`` (``i1``, ``d1``,
+    ``ll``: (bytes, ways)), record its SimPoint windows (fetches kept:
+    cachegrind's last level sees the L1I's misses) and estimate it on the
+    equivalent machine; both sides' D1 and LLd miss ratios (misses per data
+    reference) and the windows (docs/suite.md, "SimPoint windows")."""
+    from .. import reference
+
+    theirs = reference.cachegrind(list(argv), cwd=cwd, **caches)
+    data = theirs["Dr"] + theirs["Dw"]
+    out = Path(cwd) / "simpoint-validate.cst"
+    recorded = record(argv, out, interval=interval, warmup=warmup, ifetch=True, cwd=cwd)
+    table = estimate(out, machine=reference.cachegrind_machine(**caches))
+    weighted = table[(table.window == "weighted") & table.kind.isin(["load", "store"])]
+    ours = weighted.groupby("level")[["accesses", "misses"]].sum()
+    return {
+        "windows": len(recorded["simpoint"]["windows"]),
+        "instructions": recorded["simpoint"]["total_instructions"],
+        "d1": {"ours": ours.loc["l1d"].misses / ours.loc["l1d"].accesses,
+               "cachegrind": (theirs["D1mr"] + theirs["D1mw"]) / data},
+        "lld": {"ours": ours.loc["llc"].misses / ours.loc["l1d"].accesses,
+                "cachegrind": (theirs["DLmr"] + theirs["DLmw"]) / data},
+    }

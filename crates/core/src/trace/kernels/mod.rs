@@ -85,6 +85,44 @@ macro_rules! kernel_params {
             )*
         }
     ) => {
+        $crate::trace::kernels::kernel_params! {
+            @with_common $(#[$meta])* $name {
+                $($(#[$fmeta])* $field: $ty = $default,)*
+                /// Threads of the process (default 1). Above 1, the kernel runs
+                /// as the `count = threads` copies of one `[[tasks]]` entry with
+                /// one `asid`; copy `i` is thread `i`.
+                threads: u32 = 1,
+                /// Accesses of each thread's stream (default 1,000,000). Ignored
+                /// when nested in `phases` or `mix`.
+                accesses: u64 = $crate::trace::synthetic::common::DEFAULT_ACCESSES,
+                /// Iterations of the kernel's main loop after which the stream
+                /// ends, if it has not reached `accesses` before (default 0:
+                /// repeat until `accesses`).
+                iterations: u64 = 0,
+                /// First byte of the data (default 0x10_0000_0000).
+                base_addr: u64 = $crate::trace::synthetic::common::DEFAULT_BASE_ADDR,
+                /// First byte of the loop bodies' code, which gives the pcs
+                /// (default 0x40_0000; a multiple of 4).
+                code_base: u64 = $crate::trace::synthetic::common::DEFAULT_CODE_BASE,
+                /// How the shared data is written before the first iteration:
+                /// `"none"` (default: first touched by the first phase that
+                /// uses it), `"parallel"` (each thread its share of every
+                /// array) or `"serial"` (thread 0 writes everything while the
+                /// others wait).
+                init: $crate::trace::kernels::InitMode = $crate::trace::kernels::InitMode::None,
+                /// With `init = "serial"`, spin loads each waiting thread makes
+                /// per store of thread 0's initialisation (default 0: they wait
+                /// at the barrier that ends it), as a runtime spins before it
+                /// blocks.
+                init_spin: u32 = 0,
+            }
+        }
+    };
+    (
+        @with_common $(#[$meta:meta])* $name:ident {
+            $($(#[$fmeta:meta])* $field:ident : $ty:ty = $default:expr,)*
+        }
+    ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
         pub struct $name {
@@ -92,33 +130,6 @@ macro_rules! kernel_params {
                 $(#[$fmeta])*
                 pub $field: $ty,
             )*
-            /// Threads of the process (default 1). Above 1, the kernel runs
-            /// as the `count = threads` copies of one `[[tasks]]` entry with
-            /// one `asid`; copy `i` is thread `i`.
-            pub threads: u32,
-            /// Accesses of each thread's stream (default 1,000,000). Ignored
-            /// when nested in `phases` or `mix`.
-            pub accesses: u64,
-            /// Iterations of the kernel's main loop after which the stream
-            /// ends, if it has not reached `accesses` before (default 0:
-            /// repeat until `accesses`).
-            pub iterations: u64,
-            /// First byte of the data (default 0x10_0000_0000).
-            pub base_addr: u64,
-            /// First byte of the loop bodies' code, which gives the pcs
-            /// (default 0x40_0000; a multiple of 4).
-            pub code_base: u64,
-            /// How the shared data is written before the first iteration:
-            /// `"none"` (default: first touched by the first phase that
-            /// uses it), `"parallel"` (each thread its share of every
-            /// array) or `"serial"` (thread 0 writes everything while the
-            /// others wait).
-            pub init: $crate::trace::kernels::InitMode,
-            /// With `init = "serial"`, spin loads each waiting thread makes
-            /// per store of thread 0's initialisation (default 0: they wait
-            /// at the barrier that ends it), as a runtime spins before it
-            /// blocks.
-            pub init_spin: u32,
             /// The NAS class whose sizes and iterations the kernel takes
             /// for the keys the config leaves out (default none).
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,17 +138,7 @@ macro_rules! kernel_params {
 
         impl Default for $name {
             fn default() -> Self {
-                $name {
-                    $($field: $default,)*
-                    threads: 1,
-                    accesses: $crate::trace::synthetic::common::DEFAULT_ACCESSES,
-                    iterations: 0,
-                    base_addr: $crate::trace::synthetic::common::DEFAULT_BASE_ADDR,
-                    code_base: $crate::trace::synthetic::common::DEFAULT_CODE_BASE,
-                    init: $crate::trace::kernels::InitMode::None,
-                    init_spin: 0,
-                    class: None,
-                }
+                $name { $($field: $default,)* class: None }
             }
         }
 
@@ -150,13 +151,6 @@ macro_rules! kernel_params {
             #[serde(deny_unknown_fields)]
             pub(super) struct $name {
                 $(#[serde(default)] pub(super) $field: Option<$ty>,)*
-                #[serde(default)] pub(super) threads: Option<u32>,
-                #[serde(default)] pub(super) accesses: Option<u64>,
-                #[serde(default)] pub(super) iterations: Option<u64>,
-                #[serde(default)] pub(super) base_addr: Option<u64>,
-                #[serde(default)] pub(super) code_base: Option<u64>,
-                #[serde(default)] pub(super) init: Option<$crate::trace::kernels::InitMode>,
-                #[serde(default)] pub(super) init_spin: Option<u32>,
                 #[serde(default)] pub(super) class: Option<$crate::trace::kernels::ClassOf<super::$name>>,
             }
         }
@@ -170,13 +164,6 @@ macro_rules! kernel_params {
                     $crate::trace::kernels::NasSized::take_class(&mut p, class.0);
                 }
                 $(if let Some(v) = raw.$field { p.$field = v; })*
-                if let Some(v) = raw.threads { p.threads = v; }
-                if let Some(v) = raw.accesses { p.accesses = v; }
-                if let Some(v) = raw.iterations { p.iterations = v; }
-                if let Some(v) = raw.base_addr { p.base_addr = v; }
-                if let Some(v) = raw.code_base { p.code_base = v; }
-                if let Some(v) = raw.init { p.init = v; }
-                if let Some(v) = raw.init_spin { p.init_spin = v; }
                 Ok(p)
             }
         }

@@ -110,6 +110,7 @@ def test_a_part_left_out_lists_its_claims_as_not_run(tmp_path):
 @pytest.mark.parametrize(("options", "loc", "message"), [
     ({"parts": ["misses", "nope"]}, "parts", "unknown part(s) nope; the study's parts: misses, ratio"),
     ({"programs": ["mcf"]}, "programs", "study toy does not take programs"),
+    ({"size": "ref"}, "size", "study toy does not run the suite's ref recordings (studies migration and ets do)"),
 ])
 def test_unknown_parts_and_options_are_config_errors_that_write_nothing(tmp_path, options, loc, message):
     with pytest.raises(ConfigError) as err:

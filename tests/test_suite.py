@@ -4,7 +4,9 @@ valgrind, and the comparison of our D1 and LL misses with cachegrind's."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
+import sys
 
 import pytest
 
@@ -160,3 +162,75 @@ def test_a_whole_run_recorded_as_simpoint_windows(tmp_path, monkeypatch, capsys)
     assert cli.main(["suite", "list", "--size", "tiny", "--simpoints"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fft "))
     assert f"{m['accesses']:,}" in line and f" {len(about['windows'])} " in line
+    # The heaviest window, as a trace of its own, stands for the program.
+    weights = [w["weight"] for w in about["windows"]]
+    heaviest = weights.index(max(weights))
+    one = suite.representative(m)
+    assert one["window"]["thread"] == heaviest and one["window"]["weight"] == max(weights)
+    mine, theirs = trace.read(one["trace"]), trace.read(m["trace"], thread=heaviest)
+    assert len(mine) == one["accesses"] == len(theirs) > 0
+    assert (mine.values == theirs.values).all()
+    assert len(trace.info(one["trace"])["summary"]["threads"]) == 1
+    assert suite.representative(m) == one, "cached"
+
+
+def test_peak_rss_is_the_childs_own_resident_set(tmp_path):
+    # A child that touches every page of 64 MiB holds at least that; the
+    # interpreter adds tens of MiB at most.
+    grow = suite.Run([sys.executable, "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * (16 << 10)"], "64 MiB")
+    rss = suite.peak_rss(grow, tmp_path)
+    assert 64 << 20 <= rss < 96 << 20, rss
+    # Only this child's: a small one after it is small.
+    assert suite.peak_rss(suite.Run(["true"], ""), tmp_path) < 16 << 20
+    with pytest.raises(RuntimeError, match="exited with status 3"):
+        suite.peak_rss(suite.Run([sys.executable, "-c", "raise SystemExit(3)"], ""), tmp_path)
+
+
+@pytest.mark.parametrize("name", ["mcf", "omnetpp"])
+def test_ref_inputs_outgrow_the_last_level_cache(name, tmp_path):
+    # Their ref runs hold at least 8 times an 8 MiB last level, many times
+    # what their small runs hold.
+    ref = suite.peak_rss(suite.prepare(name, "ref", tmp_path / "ref"), tmp_path / "ref")
+    small = suite.peak_rss(suite.prepare(name, "small", tmp_path / "small"), tmp_path / "small")
+    assert ref >= 64 << 20 and ref > 4 * small, (ref, small)
+
+
+def test_ref_is_recorded_as_simpoint_windows(tmp_path, monkeypatch, capsys):
+    # The fft's tiny run stands in for a ref run (a real one takes minutes).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    prepare = suite.prepare
+    monkeypatch.setattr(suite, "prepare", lambda name, size, work: prepare(name, "tiny", work))
+    monkeypatch.setitem(suite.SIMPOINT_INTERVAL, "ref", suite.SIMPOINT_INTERVAL["tiny"])
+    m = suite.record("fft", "ref")
+    assert m["trace"].endswith("fft-simpoints.cst") and m["size"] == "ref"
+    assert len(trace.info(m["trace"])["summary"]["threads"]) == len(m["simpoint"]["windows"])
+    assert m["peak_rss_bytes"] > m["footprint_pages"] * 4096 // 2
+    assert [x["program"] for x in suite.manifests("ref")] == ["fft"]
+    assert cli.main(["suite", "list", "--size", "ref"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fft "))
+    assert f" {len(m['simpoint']['windows'])} " in line
+
+
+def test_an_interrupted_suite_recording_resumes_at_the_program_it_was_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    peak_rss, calls = suite.peak_rss, []
+
+    def interrupted(run, work):
+        # Interrupted once, after arraysort's trace is written and before
+        # its manifest is.
+        calls.append(run.argv[0])
+        if "arraysort" in run.argv[0] and len(calls) == 2:
+            raise KeyboardInterrupt
+        return peak_rss(run, work)
+
+    monkeypatch.setattr(suite, "peak_rss", interrupted)
+    assert cli.main(["suite", "record", "--size", "tiny", "--only", "fft,arraysort", "-q"]) == 130
+    folder = suite.cache_dir("tiny")
+    first = (folder / "fft.cst").stat().st_mtime_ns
+    assert (folder / "fft.json").exists() and not (folder / "arraysort.json").exists()
+    assert cli.main(["suite", "record", "--size", "tiny", "--only", "fft,arraysort", "-q"]) == 0
+    assert len(calls) == 3, "fft is not recorded again, arraysort is"
+    assert (folder / "fft.cst").stat().st_mtime_ns == first
+    m = json.loads((folder / "arraysort.json").read_text())
+    assert trace.info(m["trace"])["summary"]["accesses"] == m["accesses"] > 0
+    assert not list(folder.glob("*.partial")) and not list(folder.glob("*.work"))

@@ -51,8 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--quick", action="store_true", help="the short version (small traces, scaled-down intervals)")
     st.add_argument("-o", "--out", metavar="DIR", help="report directory (default ./study-NAME[-quick])")
     st.add_argument("--parts", metavar="A,B", help="run only these parts (the others are listed as not run)")
-    st.add_argument("--size", choices=["tiny", "small", "full"], help="suite trace size (default: the study's, "
-                                                                     "for --quick or the full study)")
+    st.add_argument("--size", choices=["tiny", "small", "full", "ref"],
+                    help="suite trace size (default: the study's, for --quick or the full study)")
     st.add_argument("--programs", metavar="A,B", help="suite programs to run, for the studies that take it (ets)")
     st.add_argument("--store", metavar="DIR", help="results store of the runs (default DIR/store; reused on resume)")
     st.add_argument("--workers", type=POSITIVE, default=2, metavar="N", help="local worker processes (default 2)")

@@ -24,21 +24,23 @@ def _suite_names(args: argparse.Namespace) -> list[str]:
 def cmd_suite_list(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
-    recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=args.simpoints)}
-    windows = " windows" if args.simpoints else ""
+    simpoints = args.simpoints or args.size == "ref"
+    recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=simpoints)}
+    windows = " windows" if simpoints else ""
     print(f"{'program':<10} {'stands for':<16} {'binary':<10} {'installed':<9} {'accesses':>12} "
-          f"{'footprint':>11} {'trace':>9}{windows}  input")
+          f"{'footprint':>11} {'peak RSS':>10} {'trace':>9}{windows}  input")
     for name, p in suite.PROGRAMS.items():
         installed = "yes" if p.package is None or p.executable(Path(".")) else "no"
         m = recorded.get(name)
         accesses = f"{m['accesses']:,}" if m else "-"
         footprint = f"{m['footprint_lines'] * 64 / 2**20:.1f} MiB" if m else "-"
         size = f"{m['trace_bytes'] / 2**20:.1f} MiB" if m else "-"
+        rss = f"{m['peak_rss_bytes'] / 2**20:.1f} MiB" if m and "peak_rss_bytes" in m else "-"
         count = ""
-        if args.simpoints:
+        if simpoints:
             count = f" {len(m['simpoint']['windows']) if m else '-':>7}"
         print(f"{name:<10} {p.stands_for:<16} {p.binary:<10} {installed:<9} {accesses:>12} {footprint:>11} "
-              f"{size:>9}{count}  {m['input'] if m else ''}")
+              f"{rss:>10} {size:>9}{count}  {m['input'] if m else ''}")
     return 0
 
 
@@ -115,8 +117,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the commands of this group to the parser."""
     su = sub.add_parser("suite", help="the benchmark suite of real programs: install, record, validate")
     ssub = su.add_subparsers(dest="suite_command", required=True, metavar="ACTION")
-    sizes = ("tiny", "small", "full")
-    sl_ = ssub.add_parser("list", help="the programs, what they stand for, and what is recorded")
+    sizes = ("tiny", "small", "full", "ref")
+    sl_ = ssub.add_parser("list", aliases=["ls"], help="the programs, what they stand for, and what is recorded")
     sl_.add_argument("--size", choices=sizes, default="small")
     sl_.add_argument("--simpoints", action="store_true", help="the recordings of whole runs' SimPoint windows")
     sl_.set_defaults(func=cmd_suite_list)
@@ -132,7 +134,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sr.add_argument("--force", action="store_true", help="record again even if cached")
     sr.add_argument("--simpoints", action="store_true",
                     help="record each whole run's phases as SimPoint windows (<name>-simpoints.cst) instead of a "
-                         "window after a skip")
+                         "window after a skip (always at --size ref)")
     sr.add_argument("-q", "--quiet", action="store_true", help="no progress")
     sr.set_defaults(func=cmd_suite_record)
     sv = ssub.add_parser("validate", help="compare D1 and LL misses with cachegrind on whole tiny runs")

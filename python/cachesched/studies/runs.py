@@ -85,13 +85,16 @@ def detail(row: Any, table: str) -> pd.DataFrame:
 
 def traces(ctx: Any, programs: Any) -> dict[str, dict]:
     """The suite manifest of each program's trace at the study's size,
-    recorded if not cached (docs/suite.md)."""
+    recorded if not cached (docs/suite.md). A ``ref`` recording holds a
+    whole run's SimPoint windows: its heaviest window, warm-up included,
+    stands for the program (:func:`suite.representative`)."""
     from ..workloads import suite
 
     out = {}
     for name in programs:
         ctx.log(f"trace {name} ({ctx.size})")
-        out[name] = suite.record(name, ctx.size)
+        m = suite.record(name, ctx.size)
+        out[name] = suite.representative(m) if "simpoint" in m else m
     return out
 
 

@@ -88,6 +88,9 @@ class Study:
     notes: Callable[[Context], str] | None = None
     #: Whether its runs are the open suite's programs (else its own workloads).
     suite: bool = True
+    #: Whether it runs the suite's ``ref`` recordings (each program's
+    #: heaviest SimPoint window, ``suite.representative``).
+    takes_ref: bool = False
 
     @property
     def accepts(self) -> tuple[str, ...]:
@@ -100,7 +103,8 @@ class Study:
         """Run the parts (all by default) and write the report into ``out``:
         ``index.html``, ``claims.csv``, each part's figures (PNG, SVG) and
         tables (CSV, Parquet). ``quick`` runs the short version; ``size``
-        overrides the suite trace size (``tiny``, ``small``, ``full``). Runs
+        overrides the suite trace size (``tiny``, ``small``, ``full``, and
+        ``ref`` for the studies that take it). Runs
         are stored in ``store`` (default ``out/store``), so running again
         resumes. Returns the page's path."""
         names = [p.name for p in self.parts]
@@ -112,6 +116,9 @@ class Study:
         if size and not self.suite and size not in self.sizes.values():
             raise ConfigError.single("size", "invalid_value", f"study {self.name} runs sizes "
                                      f"{', '.join(sorted(set(self.sizes.values())))}, not {size}")
+        if size == "ref" and not self.takes_ref:
+            raise ConfigError.single("size", "invalid_value", f"study {self.name} does not run the suite's ref "
+                                     "recordings (studies migration and ets do)")
         refused = sorted(set(options) - set(self.extra))
         if refused:
             raise ConfigError.single(refused[0], "invalid_value", f"study {self.name} does not take {refused[0]}")

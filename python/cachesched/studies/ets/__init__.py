@@ -38,5 +38,6 @@ PARTS = (
 #: seconds each) of four programs; full: the small traces of every program.
 STUDY = Study(name="ets", title="Elastic time slicing: the study", spec="elastic-time-slicing.md", parts=PARTS,
               sizes={"quick": "tiny", "full": "small"},
-              extra={"programs": "the suite programs to run (default: four quick, every one full)"}, notes=notes)
+              extra={"programs": "the suite programs to run (default: four quick, every one full)"}, notes=notes,
+              takes_ref=True)
 run = STUDY.run

@@ -42,5 +42,5 @@ PARTS = (
 )
 
 STUDY = Study(name="migration", title="Migration study: TLB preservation and migration prefetching",
-              spec="tlb-preservation-and-migration-prefetch.md", parts=PARTS, sizes=SIZES)
+              spec="tlb-preservation-and-migration-prefetch.md", parts=PARTS, sizes=SIZES, takes_ref=True)
 run = STUDY.run

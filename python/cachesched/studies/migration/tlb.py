@@ -49,8 +49,8 @@ INTERVALS = (1 * M, 3 * M, 6 * M)
 #: full study: interval lengths and windows are the spec's x scale. Traces are
 #: tiny 1-200M references (whole runs), small 2M, full 30M; the spec's 16M.
 PLAN = {
-    True: {"tiny": (0.01, 1_500_000), "small": (0.05, 1_000_000), "full": (0.05, 1_000_000)},
-    False: {"tiny": (0.01, None), "small": (0.1, None), "full": (1.0, None)},
+    True: {"tiny": (0.01, 1_500_000), "small": (0.05, 1_000_000), "full": (0.05, 1_000_000), "ref": (0.05, 1_000_000)},
+    False: {"tiny": (0.01, None), "small": (0.1, None), "full": (1.0, None), "ref": (1.0, None)},
 }
 #: The aging window of the first evaluation style, and its (B, T) grid (spec §8.9).
 PAIR_WINDOW = 1 * M

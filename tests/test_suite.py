@@ -172,6 +172,7 @@ def test_a_whole_run_recorded_as_simpoint_windows(tmp_path, monkeypatch, capsys)
     assert (mine.values == theirs.values).all()
     assert len(trace.info(one["trace"])["summary"]["threads"]) == 1
     assert suite.representative(m) == one, "cached"
+    assert suite.manifests("tiny") == [] and len(suite.manifests("tiny", simpoints=True)) == 1
 
 
 def test_peak_rss_is_the_childs_own_resident_set(tmp_path):

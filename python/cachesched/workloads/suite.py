@@ -402,7 +402,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
 def representative(manifest: dict) -> dict:
     """The heaviest window of a SimPoint recording as a trace of its own
     (its warm-up, then its interval), cached beside the recording as
-    ``<name>-simpoint.cst``, and its manifest: the single simulation point
+    ``<name>-heaviest.cst``, and its manifest: the single simulation point
     (Sherwood et al., ASPLOS 2002) that stands for the program where one
     trace per program is run, as the papers' representative slices do."""
     from .. import trace
@@ -410,7 +410,7 @@ def representative(manifest: dict) -> dict:
     windows = manifest["simpoint"]["windows"]
     heaviest = max(range(len(windows)), key=lambda i: (windows[i]["weight"], -i))
     source = Path(manifest["trace"])
-    path = source.with_name(f"{manifest['program']}-simpoint.cst")
+    path = source.with_name(f"{manifest['program']}-heaviest.cst")
     about = path.with_suffix(".json")
     if about.exists() and path.exists():
         derived = json.loads(about.read_text())
@@ -432,10 +432,10 @@ def representative(manifest: dict) -> dict:
 def manifests(size: str = "small", simpoints: bool = False) -> list[dict]:
     """Manifests of the programs recorded so far at ``size`` (without
     instruction fetches), as a skip and a limit, or as SimPoint windows
-    (always at ``ref``)."""
+    (always at ``ref``); not the heaviest windows cut from them."""
     simpoints = simpoints or size == "ref"
     found = [json.loads(p.read_text()) for p in sorted(cache_dir(size).glob("*.json"))]
-    return [m for m in found if not m.get("ifetch") and bool(m.get("simpoint")) == simpoints]
+    return [m for m in found if not m.get("ifetch") and "window" not in m and bool(m.get("simpoint")) == simpoints]
 
 
 #: Where valgrind (amd64 Linux) places a recorded program's stack: its

@@ -259,7 +259,9 @@ fn trace_record(
                         windows.into_iter().map(|(from, start, end)| Window { from, start, end }).collect();
                     let header = header.with_threads((0..windows.len() as u32).collect::<Vec<_>>());
                     let writer = NativeWriter::create(&path, &header, &[])?;
-                    let w = copy_windows(&mut reader, writer, &windows, &mut |done| reporter.report(done, None))?;
+                    let w = copy_windows(&mut reader, writer, &windows, &mut |done, total| {
+                        reporter.report(done, Some(total))
+                    })?;
                     (w.summary, w.past_the_end, w.warmup_accesses)
                 }
                 None => {

@@ -77,8 +77,10 @@ def cmd_suite_install(args: argparse.Namespace) -> int:
 def cmd_suite_record(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
+    # Whole runs recorded as windows count instructions up to the last one.
+    unit = "instructions" if args.simpoints or args.size == "ref" else "accesses"
     for name in _suite_names(args):
-        progress, close = progress_bar(args.quiet, f" {name} accesses")
+        progress, close = progress_bar(args.quiet, f" {name} {unit}")
         try:
             m = suite.record(name, args.size, out_dir=Path(args.out) if args.out else None, force=args.force,
                              progress=progress, simpoints=args.simpoints)

@@ -168,7 +168,7 @@ def _record_simpoints(args: argparse.Namespace, command: list[str]) -> int:
     if not args.quiet:
         print(f"profiling {command[0]} with exp-bbv, intervals of {args.interval:,} instructions ...",
               file=sys.stderr)
-    progress, close = progress_bar(args.quiet, " lackey accesses")
+    progress, close = progress_bar(args.quiet, " instructions")
     try:
         result = simpoint.record(command, args.output, interval=args.interval, warmup=args.warmup,
                                  max_k=args.max_k, seed=args.seed, ifetch=args.ifetch, progress=progress,

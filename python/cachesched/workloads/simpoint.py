@@ -206,7 +206,8 @@ def record(command: Sequence[str], output: str | Path, *, interval: int = INTERV
     interval) of warm-up, as the threads of the trace ``output``, whose
     header says (``meta.simpoint``) which interval each window is and its
     weight. Returns the recording's summary with ``simpoint`` (the same,
-    each window's warm-up accesses included)."""
+    each window's warm-up accesses included). ``progress(done, total)``
+    counts the recording's instructions up to the last window's end."""
     from ..record import record as record_run
 
     warmup = interval if warmup is None else warmup

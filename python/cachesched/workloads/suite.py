@@ -342,7 +342,8 @@ SIMPOINT_WARMUP = 5
 def record(name: str, size: str = "small", *, out_dir: Path | None = None, force: bool = False,
            progress=None, ifetch: bool = False, simpoints: bool = False) -> dict:
     """Record one program (or reuse its cached trace); returns its manifest.
-    ``progress(done, total)`` is called as accesses are recorded. With
+    ``progress(done, total)`` is called as accesses are recorded (as
+    instructions, towards the last window's end, for SimPoint windows). With
     ``ifetch`` the instruction fetches are kept too (a trace of its own,
     ``<name>-ifetch.cst``: the same skip, the fetches counting towards the
     access limit). With ``simpoints``, the whole run's phases instead of a

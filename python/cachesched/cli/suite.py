@@ -28,7 +28,7 @@ def cmd_suite_list(args: argparse.Namespace) -> int:
     recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=simpoints)}
     windows = " windows" if simpoints else ""
     print(f"{'program':<10} {'stands for':<16} {'binary':<10} {'installed':<9} {'accesses':>12} "
-          f"{'footprint':>11} {'peak RSS':>10} {'trace':>9}{windows}  input")
+          f"{'footprint':>11} {'peak RSS':>10} {'trace':>9} {'took':>7}{windows}  input")
     for name, p in suite.PROGRAMS.items():
         installed = "yes" if p.package is None or p.executable(Path(".")) else "no"
         m = recorded.get(name)
@@ -36,11 +36,12 @@ def cmd_suite_list(args: argparse.Namespace) -> int:
         footprint = f"{m['footprint_lines'] * 64 / 2**20:.1f} MiB" if m else "-"
         size = f"{m['trace_bytes'] / 2**20:.1f} MiB" if m else "-"
         rss = f"{m['peak_rss_bytes'] / 2**20:.1f} MiB" if m and "peak_rss_bytes" in m else "-"
+        took = f"{m['record_seconds']:.0f} s" if m and "record_seconds" in m else "-"
         count = ""
         if simpoints:
             count = f" {len(m['simpoint']['windows']) if m else '-':>7}"
         print(f"{name:<10} {p.stands_for:<16} {p.binary:<10} {installed:<9} {accesses:>12} {footprint:>11} "
-              f"{rss:>10} {size:>9}{count}  {m['input'] if m else ''}")
+              f"{rss:>10} {size:>9} {took:>7}{count}  {m['input'] if m else ''}")
     return 0
 
 

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -361,6 +362,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
     if not force and path.exists() and manifest_path.exists():
         return json.loads(manifest_path.read_text())
     program = PROGRAMS[name]
+    began = time.perf_counter()
     work = out_dir / f"{stem}.work"
     shutil.rmtree(work, ignore_errors=True)
     run = prepare(name, size, work)
@@ -394,7 +396,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
         "access_limit": limit, "accesses": scan["accesses"], "instructions": scan["instructions"],
         "footprint_lines": scan["lines_64"], "footprint_pages": scan["pages_4k"], "peak_rss_bytes": rss,
         "ifetch": ifetch, "trace": str(path),
-        "trace_bytes": path.stat().st_size, **extra,
+        "trace_bytes": path.stat().st_size, "record_seconds": round(time.perf_counter() - began, 1), **extra,
     }
     write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
     return manifest

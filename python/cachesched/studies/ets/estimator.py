@@ -29,7 +29,7 @@ from ..runs import draw, record_claims
 from .common import (
     MB,
     POLICIES,
-    REASON,
+    reason,
     Mix,
     Scale,
     Simulate,
@@ -209,7 +209,7 @@ def run(ctx) -> Section:
     alone = mixes(s.programs, s.scale.mix_size, fillers=True)
     grid = ratios(table(alone, s.manifests, simulator(ctx, "estimator"), s.scale))
     used = config(alone[0], s.manifests, "uts-2.5", s.scale)
-    record_claims(ctx.claims, claims(grid, ctx.tables.get("sharing"), used), REASON, source="estimator, sharing")
+    record_claims(ctx.claims, claims(grid, ctx.tables.get("sharing"), used), reason(ctx), source="estimator, sharing")
     drawn = draw(lambda: figures(grid), ctx.out)
     return Section("estimator", "", method=method(__doc__), figures=drawn, tables={
         "estimator": (grid, "One row per application of interest, LLC policy and size: estimates, errors and "

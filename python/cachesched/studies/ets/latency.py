@@ -19,7 +19,7 @@ import pandas as pd
 from ..page import Section
 from ..runs import draw, record_claims
 from .common import (
-    REASON,
+    reason,
     Mix,
     Scale,
     Simulate,
@@ -101,7 +101,7 @@ def run(ctx) -> Section:
     """Run E5 and judge claim 5; returns the page section."""
     s = setup(ctx)
     df = table(mixes(s.programs, 4, fillers=True), s.manifests, simulator(ctx, "latency"), s.scale)
-    record_claims(ctx.claims, claims(df), REASON, source="latency")
+    record_claims(ctx.claims, claims(df), reason(ctx), source="latency")
     drawn = draw(lambda: figures(df), ctx.out)
     return Section("latency", "", method=method(__doc__), figures=drawn, tables={
         "latency": (df, "One row per application of interest and scheduler: its co-runners' gaps in spec ms.")})

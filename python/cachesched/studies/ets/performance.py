@@ -32,7 +32,7 @@ from ..page import Section
 from ..runs import draw, record_claims
 from .common import (
     POLICIES,
-    REASON,
+    reason,
     Mix,
     Scale,
     Simulate,
@@ -250,7 +250,7 @@ def run(ctx) -> Section:
     s = setup(ctx)
     perf, dist = table(mixes(s.programs, s.scale.mix_size, fillers=True), s.manifests,
                        simulator(ctx, "performance"), s.scale)
-    record_claims(ctx.claims, claims(perf, s.scale), REASON, source="performance, slices")
+    record_claims(ctx.claims, claims(perf, s.scale), reason(ctx), source="performance, slices")
     drawn = draw(lambda: figures(perf, dist), ctx.out)
     traces = pd.DataFrame([{k: m.get(k) for k in ("program", "stands_for", "size", "accesses", "instructions",
                                                    "footprint_lines")} for m in s.manifests.values()])

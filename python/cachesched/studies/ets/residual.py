@@ -15,7 +15,7 @@ import pandas as pd
 from ..page import Section
 from ..runs import draw, record_claims
 from .common import (
-    REASON,
+    reason,
     Mix,
     Scale,
     Simulate,
@@ -81,7 +81,7 @@ def run(ctx) -> Section:
     s = setup(ctx)
     corun = mixes(s.programs, min(s.scale.mix_size, len(s.programs)))
     df = table(corun, s.manifests, simulator(ctx, "residual"), s.scale)
-    record_claims(ctx.claims, claims(df, s.scale), REASON, source="residual")
+    record_claims(ctx.claims, claims(df, s.scale), reason(ctx), source="residual")
     drawn = draw(lambda: figures(df), ctx.out)
     return Section("residual", "", method=method(__doc__), figures=drawn, tables={
         "residual": (df, "One row per task of each mix: returns, LLC lines left and found again.")})

@@ -20,7 +20,7 @@ from ..page import Section
 from ..runs import draw, record_claims
 from .common import (
     MB,
-    REASON,
+    reason,
     Mix,
     Scale,
     Simulate,
@@ -98,7 +98,7 @@ def run(ctx) -> Section:
     """Run E7 and the 4-sharer half of E8, judge claim 7; returns the page section."""
     s = setup(ctx)
     df = table(list(s.programs), s.manifests, simulator(ctx, "sharing"), s.scale)
-    record_claims(ctx.claims, claims(df), REASON, source="sharing")
+    record_claims(ctx.claims, claims(df), reason(ctx), source="sharing")
     drawn = draw(lambda: figures(df), ctx.out)
     return Section("sharing", "", method=method(__doc__), figures=drawn, tables={
         "sharing": (df, "One row per application of interest and sharer count: the estimator's counts and errors.")})

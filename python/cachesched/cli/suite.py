@@ -24,7 +24,7 @@ def _suite_names(args: argparse.Namespace) -> list[str]:
 def cmd_suite_list(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
-    simpoints = args.simpoints or args.size == "ref"
+    simpoints = suite.windowed(args.size, args.simpoints)
     recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=simpoints)}
     windows = " windows" if simpoints else ""
     print(f"{'program':<10} {'stands for':<16} {'binary':<10} {'installed':<9} {'accesses':>12} "
@@ -79,7 +79,7 @@ def cmd_suite_record(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
     # Whole runs recorded as windows count instructions up to the last one.
-    unit = "instructions" if args.simpoints or args.size == "ref" else "accesses"
+    unit = "instructions" if suite.windowed(args.size, args.simpoints) else "accesses"
     for name in _suite_names(args):
         progress, close = progress_bar(args.quiet, f" {name} {unit}")
         try:

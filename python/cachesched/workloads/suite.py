@@ -320,8 +320,9 @@ def peak_rss(run: Run, work: Path) -> int:
     """Bytes of the peak resident set of ``run`` in ``work``, run natively:
     the whole run's footprint as SPEC's memory-footprint papers measure it
     (at least about 8 MiB, the helper's, see ``_PEAK_RSS``)."""
-    done = subprocess.run([sys.executable, "-S", "-I", "-c", _PEAK_RSS, *run.argv], cwd=work, capture_output=True, text=True)
-    code, kib = (int(x) for x in done.stdout.split()[-2:]) if done.returncode == 0 else (done.returncode, 0)
+    helper = [sys.executable, "-S", "-I", "-c", _PEAK_RSS, *run.argv]
+    done = subprocess.run(helper, cwd=work, capture_output=True, text=True)
+    code, kib = map(int, done.stdout.split()) if done.returncode == 0 else (done.returncode, 0)
     if code != 0:
         raise RuntimeError(f"{run.argv[0]} exited with status {code}: {done.stderr[-500:]}")
     return kib * 1024
@@ -340,6 +341,12 @@ SIMPOINT_INTERVAL = {"tiny": 100_000, "small": 1_000_000, "full": 10_000_000, "r
 SIMPOINT_WARMUP = 5
 
 
+def windowed(size: str, simpoints: bool = False) -> bool:
+    """Whether recordings at ``size`` are SimPoint windows: when asked, and
+    always at ``ref``."""
+    return simpoints or size == "ref"
+
+
 def record(name: str, size: str = "small", *, out_dir: Path | None = None, force: bool = False,
            progress=None, ifetch: bool = False, simpoints: bool = False) -> dict:
     """Record one program (or reuse its cached trace); returns its manifest.
@@ -354,7 +361,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
     from ..record import record as record_run
     from .. import trace
 
-    simpoints = simpoints or size == "ref"
+    simpoints = windowed(size, simpoints)
     out_dir = out_dir or cache_dir(size)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = name + "-ifetch" * ifetch + "-simpoints" * simpoints
@@ -436,7 +443,7 @@ def manifests(size: str = "small", simpoints: bool = False) -> list[dict]:
     """Manifests of the programs recorded so far at ``size`` (without
     instruction fetches), as a skip and a limit, or as SimPoint windows
     (always at ``ref``); not the heaviest windows cut from them."""
-    simpoints = simpoints or size == "ref"
+    simpoints = windowed(size, simpoints)
     found = [json.loads(p.read_text()) for p in sorted(cache_dir(size).glob("*.json"))]
     return [m for m in found if not m.get("ifetch") and "window" not in m and bool(m.get("simpoint")) == simpoints]
 

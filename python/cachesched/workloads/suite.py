@@ -87,9 +87,13 @@ def _by_size(size: str, small, full, tiny=None, ref=None):
 
 
 def _perl(work: Path, size: str) -> Run:
-    what = inputs.mailbox(work / "mail.txt", _by_size(size, 400, 6000, ref=8000))
+    what = inputs.mailbox(work / "mail.txt", _by_size(size, 400, 6000, ref=4000))
     shutil.copy(PROGRAMS_DIR / "wordfreq.pl", work)
-    return Run(["perl", "wordfreq.pl", "mail.txt", "2"], what + "; programs/wordfreq.pl, 2 rounds")
+    # The second round adds instructions, not memory: ref, whose whole run
+    # is recorded, makes one (docs/suite.md, the cost of ref).
+    rounds = _by_size(size, 2, 2, ref=1)
+    return Run(["perl", "wordfreq.pl", "mail.txt", str(rounds)],
+               what + f"; programs/wordfreq.pl, {rounds} round" + "s" * (rounds > 1))
 
 
 def _bzip2(work: Path, size: str) -> Run:
@@ -136,7 +140,7 @@ def _x264(work: Path, size: str) -> Run:
 
 
 def _xalan(work: Path, size: str) -> Run:
-    what = inputs.catalog(work / "catalog.xml", work / "report.xsl", _by_size(size, 500, 20000, ref=40_000))
+    what = inputs.catalog(work / "catalog.xml", work / "report.xsl", _by_size(size, 500, 20000, ref=10_000))
     return Run(["xalan", "-in", "catalog.xml", "-xsl", "report.xsl", "-out", "report.html"], what)
 
 

@@ -984,7 +984,9 @@ impl Cache {
         self.count_unused(i);
         self.tags.set(slot, INVALID);
         self.meta[i] = Meta::EMPTY;
-        if self.locked[i] {
+        // The lock bits are read only when some line is locked: a miss on
+        // them would cost every invalidation.
+        if self.locked_count > 0 && self.locked[i] {
             self.locked[i] = false;
             self.locked_count -= 1;
         }

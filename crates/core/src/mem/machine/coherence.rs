@@ -116,6 +116,12 @@ pub struct Coherence {
     /// Per core: the caches it snoops (every cache off its paths), a mask
     /// of `presence.words()` words.
     others: Vec<u64>,
+    /// Per cache: its kin, the caches on a path together with it (of the
+    /// cores whose paths it is on), a mask likewise. A dirty or exclusive
+    /// copy of a line has every other copy among its kin (the protocol's
+    /// invariant), so once a read's snoop finds a copy, only that copy's
+    /// kin can hold one that the read must clean or share.
+    kin: Vec<u64>,
     /// Which caches may hold a line: the snoop filter.
     pub(super) presence: Presence,
     /// Per cache: whether a miss there leaves its core's private levels
@@ -174,22 +180,25 @@ impl Coherence {
                 }
             }
         }
-        let others = cores
-            .iter()
-            .flat_map(|p| {
-                let own = own(p);
-                let mut mask = vec![0u64; presence.words()];
-                for c in (0..caches).filter(|c| !own.contains(c)) {
-                    mask[c / 64] |= 1 << (c % 64);
-                }
-                mask
-            })
+        let words = presence.words();
+        let owns: Vec<Vec<usize>> = cores.iter().map(own).collect();
+        let mask = |of: &mut dyn Iterator<Item = usize>| {
+            let mut mask = vec![0u64; words];
+            for c in of {
+                mask[c / 64] |= 1 << (c % 64);
+            }
+            mask
+        };
+        let others = owns.iter().flat_map(|own| mask(&mut (0..caches).filter(|c| !own.contains(c)))).collect();
+        let kin = (0..caches)
+            .flat_map(|c| mask(&mut owns.iter().filter(|own| own.contains(&c)).flatten().copied()))
             .collect();
         let traffic = (0..cores.len() as u32)
             .flat_map(|core| (0..nodes).map(move |node| Traffic { core, node, ..Traffic::default() }))
             .collect();
         Coherence {
             others,
+            kin,
             presence,
             boundary,
             cache_node: cache_node.to_vec(),
@@ -320,7 +329,7 @@ impl Part<'_> {
         let (mut holder, mut found) = (None, false);
         let words = co.presence.words();
         let among = &co.others[co.core * words..][..words];
-        co.presence.snoop(self.caches, among, line, |o, cache| {
+        co.presence.snoop(self.caches, among, Some(&co.kin), line, |o, cache| {
             let Some(slot) = cache.find(line) else { return false };
             found = true;
             if cache.share(slot) {
@@ -344,7 +353,7 @@ impl Part<'_> {
         let (mut found, mut dirty) = (false, false);
         let words = co.presence.words();
         let among = &co.others[co.core * words..][..words];
-        co.presence.snoop(self.caches, among, line, |_, cache| {
+        co.presence.snoop(self.caches, among, None, line, |_, cache| {
             if let Some(slot) = cache.find(line) {
                 found = true;
                 dirty |= cache.invalidate(slot).dirty;

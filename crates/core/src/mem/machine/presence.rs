@@ -79,14 +79,18 @@ impl Presence {
     /// that may hold it: `probe(cache)` looks (and may invalidate) and
     /// returns whether the cache holds the line afterwards. A cache that
     /// does not, and holds no other line of the bucket, loses its bit.
+    /// With `kin` (per cache, a mask of `words` words), a cache found
+    /// holding the line narrows the probes left to its kin.
     #[inline]
     pub(super) fn snoop(
         &mut self,
         caches: &mut [Cache],
         among: &[u64],
+        kin: Option<&[u64]>,
         line: LineAddr,
         mut probe: impl FnMut(usize, &mut Cache) -> bool,
     ) {
+        let words = self.words;
         let base = (line.0 & self.mask) as usize * self.words;
         // First have the host fetch every candidate's set, so that their
         // host cache misses overlap.
@@ -97,14 +101,23 @@ impl Presence {
                 m &= m - 1;
             }
         }
+        let mut found = None;
         for (w, &among) in among.iter().enumerate() {
             let mut m = self.bits[base + w] & among;
+            if let (Some(kin), Some(f)) = (kin, found) {
+                m &= kin[f * words + w];
+            }
             while m != 0 {
                 let bit = m & m.wrapping_neg();
                 m ^= bit;
                 let c = w * 64 + bit.trailing_zeros() as usize;
                 let cache = &mut caches[c];
-                if !probe(c, cache) && self.clears[w] & bit != 0 && !cache.holds_bucket(line, self.mask) {
+                if probe(c, cache) {
+                    if let Some(kin) = kin {
+                        m &= kin[c * words + w];
+                        found.get_or_insert(c);
+                    }
+                } else if self.clears[w] & bit != 0 && !cache.holds_bucket(line, self.mask) {
                     self.bits[base + w] &= !bit;
                 }
             }
@@ -178,7 +191,7 @@ mod tests {
                             .filter(|&i| among[0] >> i & 1 == 1 && caches[i].contains(line))
                             .collect();
                         let mut probed = Vec::new();
-                        p.snoop(&mut caches, &among, line, |i, cache| {
+                        p.snoop(&mut caches, &among, None, line, |i, cache| {
                             probed.push(i);
                             match cache.find(line) {
                                 Some(slot) if invalidate => {
@@ -213,17 +226,42 @@ mod tests {
         let slot = caches[0].find(a).unwrap();
         caches[0].invalidate(slot);
         // `b` shares the bucket: the bit stays.
-        p.snoop(&mut caches, &[1], a, |_, c| c.contains(a));
+        p.snoop(&mut caches, &[1], None, a, |_, c| c.contains(a));
         assert!(has_bit(&p, 0, a));
         let slot = caches[0].find(b).unwrap();
         caches[0].invalidate(slot);
-        p.snoop(&mut caches, &[1], a, |_, c| c.contains(a));
+        p.snoop(&mut caches, &[1], None, a, |_, c| c.contains(a));
         assert!(!has_bit(&p, 0, a));
         let mut probes = 0;
-        p.snoop(&mut caches, &[1], b, |_, _| {
+        p.snoop(&mut caches, &[1], None, b, |_, _| {
             probes += 1;
             false
         });
         assert_eq!(probes, 0, "a clear bit spares the probe");
+    }
+
+    #[test]
+    fn a_cache_found_holding_the_line_narrows_the_probes_to_its_kin() {
+        // 70 caches (two words of bits), all holding the line; cache 0's
+        // kin is {0, 1, 66}, every other cache's kin is every cache.
+        let mut caches: Vec<Cache> = (0..70).map(|_| cache(1, 2)).collect();
+        let req = Req { kind: ReqKind::Load, pc: VirtAddr(0), task: TaskId(0) };
+        let line = LineAddr(3);
+        for c in &mut caches {
+            c.fill(line, false, &req);
+        }
+        let mut p = Presence::new(&caches);
+        let mut kin = vec![!0u64; 70 * 2];
+        kin[..2].copy_from_slice(&[0b11, 1 << 2]);
+        let mut probe = |kin: Option<&[u64]>| {
+            let mut probed = Vec::new();
+            p.snoop(&mut caches, &[!0, !0], kin, line, |c, _| {
+                probed.push(c);
+                true
+            });
+            probed
+        };
+        assert_eq!(probe(Some(&kin)), [0, 1, 66]);
+        assert_eq!(probe(None), (0..70).collect::<Vec<_>>());
     }
 }

@@ -87,7 +87,7 @@ def _by_size(size: str, small, full, tiny=None, ref=None):
 
 
 def _perl(work: Path, size: str) -> Run:
-    what = inputs.mailbox(work / "mail.txt", _by_size(size, 400, 6000, ref=4000))
+    what = inputs.mailbox(work / "mail.txt", _by_size(size, 400, 6000, ref=3000))
     shutil.copy(PROGRAMS_DIR / "wordfreq.pl", work)
     # The second round adds instructions, not memory: ref, whose whole run
     # is recorded, makes one (docs/suite.md, the cost of ref).
@@ -152,7 +152,7 @@ def _povray(work: Path, size: str) -> Run:
 
 
 def _sqlite(work: Path, size: str) -> Run:
-    what = inputs.sql_script(work / "script.sql", _by_size(size, 20_000, 600_000, tiny=1_000, ref=1_000_000))
+    what = inputs.sql_script(work / "script.sql", _by_size(size, 20_000, 600_000, tiny=1_000, ref=200_000))
     return Run(["sqlite3", ":memory:", ".read script.sql"], what)
 
 

@@ -331,7 +331,8 @@ def judge(claims: Claims, t: dict[str, pd.DataFrame], reason: str) -> None:
     first = _pick(sr, "first_hit_pct", interval=3 * M)
     claims["T2"].judge(
         [("every benchmark but mcf hits on ≥ 95 % of first reuses", all(v >= 95 for v in _others(first, "mcf").values())),
-         ("mcf hits least", first["mcf"] == min(first.values()))],
+         # "Except mcf": mcf lower than every other, not tied with them at 100 %.
+         ("mcf hits least", first["mcf"] < min(_others(first, "mcf").values(), default=100.0))],
         f"TLB hit on first reuse: {_fmt(first)}", reason=_why("T2", reason), source=f"{src} (interval 3M, first_hit_pct)",
         first_hit_pct=first)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -180,3 +181,18 @@ def test_a_run_shorter_than_an_interval_or_failing_is_named(tmp_path):
     with pytest.raises(RecordError, match="exited with status 1 under exp-bbv"):
         simpoint.profile(["false"], 1_000_000)
     assert not (tmp_path / "t.cst").exists()
+
+
+def test_a_run_whose_work_is_on_another_thread_is_refused(tmp_path):
+    # exp-bbv profiles threads apart, lackey counts the run's instructions
+    # as one sequence: windows chosen in the first thread would land
+    # elsewhere. A helper thread that does nothing much is let pass.
+    work = ("import threading; t = threading.Thread(target=lambda: sum(range({n}))); t.start(); t.join()")
+    with pytest.raises(RecordError, match="on threads other than its first"):
+        simpoint.profile([sys.executable, "-S", "-c", work.format(n=3_000_000)], 1_000_000)
+    bbv = simpoint.profile([sys.executable, "-S", "-c", "sum(range(2_000_000)); " + work.format(n=10)], 1_000_000)
+    assert bbv.total_instructions > 50_000_000
+    # The suite's threaded programs are recorded at ref with a skip and a limit.
+    assert [n for n, p in suite.PROGRAMS.items() if p.threaded] == ["sjeng", "povray"]
+    assert not suite.windowed("ref", False, "sjeng") and suite.windowed("ref", False, "mcf")
+    assert suite.PROGRAMS["povray"].limit["ref"] == 30_000_000

@@ -25,7 +25,7 @@ def cmd_suite_list(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
     simpoints = suite.windowed(args.size, args.simpoints)
-    recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=simpoints)}
+    recorded = {m["program"]: m for m in suite.manifests(args.size, simpoints=args.simpoints)}
     windows = " windows" if simpoints else ""
     print(f"{'program':<10} {'stands for':<16} {'binary':<10} {'installed':<9} {'accesses':>12} "
           f"{'footprint':>11} {'peak RSS':>10} {'trace':>9} {'took':>7}{windows}  input")
@@ -39,7 +39,7 @@ def cmd_suite_list(args: argparse.Namespace) -> int:
         took = f"{m['record_seconds']:.0f} s" if m and "record_seconds" in m else "-"
         count = ""
         if simpoints:
-            count = f" {len(m['simpoint']['windows']) if m else '-':>7}"
+            count = f" {len(m['simpoint']['windows']) if m and 'simpoint' in m else '-':>7}"
         print(f"{name:<10} {p.stands_for:<16} {p.binary:<10} {installed:<9} {accesses:>12} {footprint:>11} "
               f"{rss:>10} {size:>9} {took:>7}{count}  {m['input'] if m else ''}")
     return 0
@@ -78,9 +78,9 @@ def cmd_suite_install(args: argparse.Namespace) -> int:
 def cmd_suite_record(args: argparse.Namespace) -> int:
     from ..workloads import suite
 
-    # Whole runs recorded as windows count instructions up to the last one.
-    unit = "instructions" if suite.windowed(args.size, args.simpoints) else "accesses"
     for name in _suite_names(args):
+        # Whole runs recorded as windows count instructions up to the last one.
+        unit = "instructions" if suite.windowed(args.size, args.simpoints, name) else "accesses"
         progress, close = progress_bar(args.quiet, f" {name} {unit}")
         try:
             m = suite.record(name, args.size, out_dir=Path(args.out) if args.out else None, force=args.force,

@@ -97,7 +97,16 @@ def profile(command: Sequence[str], interval: int = INTERVAL, *, cwd: str | Path
             said = done.stderr.decode(errors="replace")[-2000:]
             raise RecordError(f"{command[0]} exited with status {done.returncode} under exp-bbv" +
                               (f"; it said:\n{said}" if said else ""))
-        return read_bbv(out, interval)
+        bbv = read_bbv(out, interval)
+        # exp-bbv writes each other thread's vectors to bb.out.<thread>;
+        # lackey's instruction count, which places the windows, is the
+        # whole run's, so work on other threads would shift them.
+        others = sum(read_bbv(f, interval).total_instructions for f in Path(tmp).glob("bb.out.*"))
+        if others > bbv.total_instructions // 1000:
+            raise RecordError(f"{command[0]} ran {others:,} instructions on threads other than its first (and "
+                              f"{bbv.total_instructions:,} on it): SimPoint windows are placed in one thread's "
+                              "instructions; record it with a skip and a limit instead")
+        return bbv
 
 
 @dataclass

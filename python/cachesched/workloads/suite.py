@@ -65,6 +65,11 @@ class Program:
     role: str = "batch"
     # Other Debian packages its input is made with: {binary: package}.
     tools: dict[str, str] = field(default_factory=dict)
+    # Its work runs on threads other than the first. exp-bbv profiles each
+    # thread apart, where lackey counts the run's instructions as one
+    # sequence, so SimPoint cannot place its windows: its ``ref`` run is
+    # recorded as ``skip["ref"]`` and ``limit["ref"]`` instead.
+    threaded: bool = False
 
     def executable(self, work: Path) -> str | None:
         """Path of the program's binary, or None if it is not installed."""
@@ -232,12 +237,17 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
             note="no Debian counterpart: programs/netflow.c, a network-simplex pricing and tree update loop"),
     Program("gobmk", "445.gobmk", "gnugo", "gnugo", _gnugo, _skip(5, 50)),
     Program("hmmer", "456.hmmer", "hmmsearch", "hmmer", _hmmer, _skip(2, 20)),
-    Program("sjeng", "458.sjeng", "stockfish", "stockfish", _stockfish, _skip(5, 30)),
+    # Their searches and renders run on threads of their own: past the
+    # set-up (stockfish's first thread runs about 0.4G instructions,
+    # povray's parse 0.1-0.2G).
+    Program("sjeng", "458.sjeng", "stockfish", "stockfish", _stockfish, {**_skip(5, 30), "ref": 1_000_000_000},
+            {"tiny": None, "small": 2_000_000, "full": 30_000_000, "ref": 30_000_000}, threaded=True),
     Program("h264ref", "464.h264ref", "x264", "x264", _x264, _skip(2, 20)),
     Program("omnetpp", "471.omnetpp", "eventsim", None, _eventsim, _skip(1, 20),
             note="no Debian counterpart: programs/eventsim.c, a discrete-event network simulation"),
     Program("xalancbmk", "483.xalancbmk", "xalan", "xalan", _xalan, _skip(5, 30)),
-    Program("povray", "453.povray", "povray", "povray", _povray, _skip(5, 30)),
+    Program("povray", "453.povray", "povray", "povray", _povray, {**_skip(5, 30), "ref": 400_000_000},
+            {"tiny": None, "small": 2_000_000, "full": 30_000_000, "ref": 30_000_000}, threaded=True),
     Program("sqlite", "(database)", "sqlite3", "sqlite3", _sqlite, _skip(2, 20)),
     # Its start-up (dynamic linking, about 1.0 M instructions) is skipped:
     # a media server transcodes calls in a process that is already running.
@@ -345,10 +355,10 @@ SIMPOINT_INTERVAL = {"tiny": 100_000, "small": 1_000_000, "full": 10_000_000, "r
 SIMPOINT_WARMUP = 5
 
 
-def windowed(size: str, simpoints: bool = False) -> bool:
-    """Whether recordings at ``size`` are SimPoint windows: when asked, and
-    always at ``ref``."""
-    return simpoints or size == "ref"
+def windowed(size: str, simpoints: bool = False, name: str | None = None) -> bool:
+    """Whether recordings at ``size`` (of program ``name``) are SimPoint
+    windows: when asked, and at ``ref`` unless the program is threaded."""
+    return simpoints or (size == "ref" and not (name is not None and PROGRAMS[name].threaded))
 
 
 def record(name: str, size: str = "small", *, out_dir: Path | None = None, force: bool = False,
@@ -365,7 +375,7 @@ def record(name: str, size: str = "small", *, out_dir: Path | None = None, force
     from ..record import record as record_run
     from .. import trace
 
-    simpoints = windowed(size, simpoints)
+    simpoints = windowed(size, simpoints, name)
     out_dir = out_dir or cache_dir(size)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = name + "-ifetch" * ifetch + "-simpoints" * simpoints
@@ -446,10 +456,11 @@ def representative(manifest: dict) -> dict:
 def manifests(size: str = "small", simpoints: bool = False) -> list[dict]:
     """Manifests of the programs recorded so far at ``size`` (without
     instruction fetches), as a skip and a limit, or as SimPoint windows
-    (always at ``ref``); not the heaviest windows cut from them."""
-    simpoints = windowed(size, simpoints)
+    (at ``ref``, but for threaded programs); not the heaviest windows cut
+    from them."""
     found = [json.loads(p.read_text()) for p in sorted(cache_dir(size).glob("*.json"))]
-    return [m for m in found if not m.get("ifetch") and "window" not in m and bool(m.get("simpoint")) == simpoints]
+    return [m for m in found if not m.get("ifetch") and "window" not in m
+            and bool(m.get("simpoint")) == windowed(size, simpoints, m["program"])]
 
 
 #: Where valgrind (amd64 Linux) places a recorded program's stack: its

@@ -195,4 +195,16 @@ def test_a_run_whose_work_is_on_another_thread_is_refused(tmp_path):
     # The suite's threaded programs are recorded at ref with a skip and a limit.
     assert [n for n, p in suite.PROGRAMS.items() if p.threaded] == ["sjeng", "povray"]
     assert not suite.windowed("ref", False, "sjeng") and suite.windowed("ref", False, "mcf")
-    assert suite.PROGRAMS["povray"].limit["ref"] == 30_000_000
+
+
+def test_ref_lists_windows_but_for_threaded_programs_a_skip_and_a_limit(tmp_path, monkeypatch):
+    # What `suite ls --size ref` and the studies find recorded: mcf's
+    # windows and sjeng's plain recording, not the other kind of either.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ref = suite.cache_dir("ref")
+    ref.mkdir(parents=True)
+    for stem, program, windows in [("mcf-simpoints", "mcf", True), ("mcf", "mcf", False),
+                                   ("sjeng", "sjeng", False), ("sjeng-simpoints", "sjeng", True)]:
+        about = {"program": program, **({"simpoint": {"windows": []}} if windows else {})}
+        (ref / f"{stem}.json").write_text(json.dumps(about))
+    assert sorted((m["program"], "simpoint" in m) for m in suite.manifests("ref")) == [("mcf", True), ("sjeng", False)]

@@ -41,6 +41,12 @@ class Run:
     input: str
 
 
+def _limit(ref: int | None = None) -> dict[str, int | None]:
+    """Accesses kept per size: tiny runs whole, windows of 2M and 30M,
+    ``ref`` as given (None: its SimPoint windows)."""
+    return {"tiny": None, "small": 2_000_000, "full": 30_000_000, "ref": ref}
+
+
 @dataclass(frozen=True)
 class Program:
     """A suite program: the SPEC program it stands for, where it comes from,
@@ -54,8 +60,7 @@ class Program:
     # tiny runs are recorded whole, ref runs as SimPoint windows.
     skip: dict[str, int]
     # Accesses kept per size.
-    limit: dict[str, int | None] = field(
-        default_factory=lambda: {"tiny": None, "small": 2_000_000, "full": 30_000_000, "ref": None})
+    limit: dict[str, int | None] = field(default_factory=_limit)
     note: str = ""
     # What the program is for: ``batch`` (the SPEC stand-ins, which the
     # studies' batch mixes, ``BATCH``, draw from), ``server`` (the work of
@@ -241,13 +246,13 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
     # set-up (stockfish's first thread runs about 0.4G instructions,
     # povray's parse 0.1-0.2G).
     Program("sjeng", "458.sjeng", "stockfish", "stockfish", _stockfish, {**_skip(5, 30), "ref": 1_000_000_000},
-            {"tiny": None, "small": 2_000_000, "full": 30_000_000, "ref": 30_000_000}, threaded=True),
+            _limit(ref=30_000_000), threaded=True),
     Program("h264ref", "464.h264ref", "x264", "x264", _x264, _skip(2, 20)),
     Program("omnetpp", "471.omnetpp", "eventsim", None, _eventsim, _skip(1, 20),
             note="no Debian counterpart: programs/eventsim.c, a discrete-event network simulation"),
     Program("xalancbmk", "483.xalancbmk", "xalan", "xalan", _xalan, _skip(5, 30)),
     Program("povray", "453.povray", "povray", "povray", _povray, {**_skip(5, 30), "ref": 400_000_000},
-            {"tiny": None, "small": 2_000_000, "full": 30_000_000, "ref": 30_000_000}, threaded=True),
+            _limit(ref=30_000_000), threaded=True),
     Program("sqlite", "(database)", "sqlite3", "sqlite3", _sqlite, _skip(2, 20)),
     # Its start-up (dynamic linking, about 1.0 M instructions) is skipped:
     # a media server transcodes calls in a process that is already running.

@@ -180,18 +180,19 @@ impl Coherence {
                 }
             }
         }
-        let words = presence.words();
-        let owns: Vec<Vec<usize>> = cores.iter().map(own).collect();
-        let mask = |of: &mut dyn Iterator<Item = usize>| {
+        // A mask of `words` words with the bits of `of` set.
+        fn mask(words: usize, of: impl Iterator<Item = usize>) -> Vec<u64> {
             let mut mask = vec![0u64; words];
             for c in of {
                 mask[c / 64] |= 1 << (c % 64);
             }
             mask
-        };
-        let others = owns.iter().flat_map(|own| mask(&mut (0..caches).filter(|c| !own.contains(c)))).collect();
+        }
+        let words = presence.words();
+        let owns: Vec<Vec<usize>> = cores.iter().map(own).collect();
+        let others = owns.iter().flat_map(|own| mask(words, (0..caches).filter(|c| !own.contains(c)))).collect();
         let kin = (0..caches)
-            .flat_map(|c| mask(&mut owns.iter().filter(|own| own.contains(&c)).flatten().copied()))
+            .flat_map(|c| mask(words, owns.iter().filter(|own| own.contains(&c)).flatten().copied()))
             .collect();
         let traffic = (0..cores.len() as u32)
             .flat_map(|core| (0..nodes).map(move |node| Traffic { core, node, ..Traffic::default() }))

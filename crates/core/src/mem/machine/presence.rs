@@ -91,7 +91,7 @@ impl Presence {
         mut probe: impl FnMut(usize, &mut Cache) -> bool,
     ) {
         let words = self.words;
-        let base = (line.0 & self.mask) as usize * self.words;
+        let base = (line.0 & self.mask) as usize * words;
         // First have the host fetch every candidate's set, so that their
         // host cache misses overlap.
         for (w, &among) in among.iter().enumerate() {
